@@ -1,0 +1,77 @@
+// Shared basics: the project's error type, runtime set-up (threads), file helpers and a progress line.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace diffnet {
+
+// Every user-facing failure is a diffnet::Error whose what() is one line: "<subject>: <reason>".
+// The CLI prints it as "error: <what>" and exits with code 2.
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& message) : std::runtime_error(message) {}
+  Error(const std::string& subject, const std::string& reason)
+      : std::runtime_error(subject + ": " + reason) {}
+};
+
+// Sets the intra-op thread count used by LibTorch and our OpenMP kernels.
+// threads <= 0 means: $DIFFNET_THREADS if set, else the number of hardware threads.
+// Returns the count in effect. Call once at program start (the CLI and tests do).
+int init_runtime(int threads = 0);
+
+// Whole file as bytes; throws Error(path, reason) when it cannot be read.
+std::vector<uint8_t> read_file(const std::string& path);
+
+// Writes bytes to path atomically: temp file in the same directory, fsync, rename.
+// A crash at any moment leaves either the old file or the new one, never a partial file.
+void write_file_atomic(const std::string& path, const void* data, size_t size);
+inline void write_file_atomic(const std::string& path, const std::vector<uint8_t>& bytes) {
+  write_file_atomic(path, bytes.data(), bytes.size());
+}
+
+// Creates a directory and its parents (no error if it exists).
+void make_dirs(const std::string& path);
+
+// Lower-case file extension including the dot (".jpg"), or "" when there is none.
+std::string file_extension(const std::string& path);
+
+// File name without directory and without the last extension ("a/b/c.png" -> "c").
+std::string file_stem(const std::string& path);
+
+// Monotonic seconds since an arbitrary origin.
+double now_seconds();
+
+// A single-line progress indicator on stderr: "label  123/456  27%  12.3 it/s  ETA 0:42  <extra>".
+// Redraws in place when stderr is a terminal, otherwise prints at most every `min_interval_s` seconds.
+// Silent when quiet is true.
+class Progress {
+ public:
+  Progress(std::string label, int64_t total, bool quiet = false, double min_interval_s = 5.0);
+  // Advances by n and redraws if due. extra is appended to the line (e.g. "loss 0.123").
+  void step(int64_t n = 1, const std::string& extra = "");
+  // Prints the final line with a newline (idempotent).
+  void finish(const std::string& extra = "");
+  int64_t done() const { return done_; }
+  ~Progress();
+
+ private:
+  void draw(bool final_line, const std::string& extra);
+  std::string label_;
+  int64_t total_;
+  int64_t done_ = 0;
+  bool quiet_;
+  bool tty_;
+  bool finished_ = false;
+  double min_interval_s_;
+  double start_;
+  double last_draw_ = -1e30;
+};
+
+// Formats seconds as H:MM:SS or M:SS.
+std::string format_duration(double seconds);
+
+}  // namespace diffnet

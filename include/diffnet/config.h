@@ -1,0 +1,71 @@
+// Model configuration: presets (DESIGN §2.6), every ablation switch of §2.7, and JSON (de)serialisation.
+// A weights file carries this JSON in its safetensors __metadata__["config"] so it describes its model.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace diffnet {
+
+struct ModelConfig {
+  std::string preset = "atto";  // informational: the preset this config started from
+
+  // RGB backbone (ConvNeXt-V2).
+  std::string backbone = "atto";  // atto|femto|pico|nano|tiny|base|large|huge
+  std::vector<int64_t> dims{40, 80, 160, 320};
+  std::vector<int64_t> depths{2, 2, 6, 2};
+  double drop_path_rate = 0.0;  // stochastic depth, linear over all backbone blocks
+
+  // DCT branch (§2.2).
+  std::string dct_head = "embed";  // embed (ours) | fph (A1: DTD's FPH, qtable clamped to 63) | none
+  int64_t dct_dim = 1;             // d: channels per frequency; C_dct = 64*d
+  int64_t dct_depth = 3;           // ConvNeXt-V2 blocks at C_dct, stride 8
+  bool dct_table_bias = true;      // t  (A3 sets false)
+  bool dct_freq_embed = true;      // f  (A4 sets false)
+  bool dct_gamma = true;           // gamma (A5 sets false)
+  bool dct_beta = true;            // beta  (A6 sets false)
+  bool dct_linear = false;         // A7: linear map of the coefficient value instead of an embedding
+
+  // Early fusion (§2.3).
+  double fuse_dct_init = 0.0;  // init of the DCT half of the fusion 1x1 conv ([identity | this])
+
+  // Discrepancy transformation (§2.4).
+  int64_t disc_dim = 64;        // D
+  int64_t kernel_size = 7;      // K (odd)
+  int64_t num_filters = 2;      // M per channel
+  std::string filter = "zero_sum";  // zero_sum | free (A0/A20) | srm (A14) | bayar (A18)
+  std::string families = "mixed";   // mixed (first half free, second half centre-anchored) | free | anchored (A17)
+  std::string activation = "abs";   // abs | none (A15) | tanh (A16)
+  std::string disc_impl = "dense";  // dense | fused (training op); inference picks per device
+  bool disc_on_input = false;       // A19: apply the filters to the input image as an extra modality
+
+  // Decoder (§2.5).
+  int64_t refine_depth = 3;   // ConvNeXt-V2 blocks at D on P2
+  bool refine = true;         // A2: false moves the refinement blocks to stage 4 of the backbone
+
+  // Number of filters of each family for the current settings: free first, then centre-anchored.
+  int64_t num_free_filters() const;
+
+  // Throws diffnet::Error naming the field when a value is out of range or inconsistent.
+  void validate() const;
+};
+
+// Presets: "base", "tiny", "atto" (DESIGN §2.6), plus "nano" and "femto"/"pico" backbones with atto's neck.
+// Throws Error for an unknown name (listing the known ones).
+ModelConfig model_preset(const std::string& name);
+std::vector<std::string> model_preset_names();
+
+// Applies one of the paper's ablations "A0".."A20" to a config (DESIGN §2.7); throws for unknown ids.
+void apply_ablation(ModelConfig& cfg, const std::string& id);
+
+// ConvNeXt-V2 variant dims/depths; throws for unknown names.
+void convnextv2_variant(const std::string& name, std::vector<int64_t>& dims, std::vector<int64_t>& depths);
+
+nlohmann::json to_json(const ModelConfig& cfg);
+// Missing fields keep their defaults; unknown fields are an error (a typo must not pass silently).
+ModelConfig model_config_from_json(const nlohmann::json& j);
+
+}  // namespace diffnet

@@ -1,0 +1,62 @@
+// The DiffNet model (DESIGN §2): ConvNeXt-V2 RGB branch, DCT joint-embedding branch, early fusion,
+// multi-level zero-sum discrepancy transformation, FPN + refinement decoder, pixel and image heads.
+// Module registration names follow DESIGN §7 so state-dict keys are the weight names.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "diffnet/config.h"
+
+namespace diffnet {
+
+struct DiffNetOutput {
+  at::Tensor seg_logits;  // (B, 2, H, W); softmax channel 1 = tampered
+  at::Tensor cls_logits;  // (B, 2)
+};
+
+// ImageNet mean/std used to normalise RGB (DESIGN §3).
+constexpr double kRgbMean[3] = {0.485, 0.456, 0.406};
+constexpr double kRgbStd[3] = {0.229, 0.224, 0.225};
+
+// uint8 RGB (B, H, W, 3) or (H, W, 3) -> float32 (B, 3, H, W) normalised, channels_last.
+at::Tensor normalize_rgb(const at::Tensor& rgb_u8);
+
+class DiffNetImpl : public torch::nn::Module {
+ public:
+  explicit DiffNetImpl(const ModelConfig& cfg);
+
+  // rgb: float (B, 3, H, W) normalised (normalize_rgb); dct: uint8 or int64 (B, H, W), values 0..20;
+  // qt: int64 (B, 64) natural-order luma tables (1..255). H and W must be multiples of 32
+  // (callers pad); otherwise throws diffnet::Error.
+  DiffNetOutput forward(const at::Tensor& rgb, const at::Tensor& dct, const at::Tensor& qt);
+
+  const ModelConfig& config() const { return cfg_; }
+
+  // Selects the discrepancy implementation ("dense" | "fused") at run time.
+  void set_disc_impl(const std::string& impl);
+
+  // (submodule members are declared below; see src/model/ for their definitions)
+ private:
+  ModelConfig cfg_;
+};
+TORCH_MODULE(DiffNet);
+
+// Named parameters and buffers (DESIGN §7 names), CPU, in the model's dtype.
+std::map<std::string, at::Tensor> model_state(DiffNet& model);
+
+// Loads tensors into the model. Strict: unknown, missing or mis-shaped tensors are an Error naming the
+// tensor. Values are converted to the model's dtype (so fp16 files load into fp32 models).
+void load_model_state(DiffNet& model, const std::map<std::string, at::Tensor>& tensors);
+
+// Weights files: safetensors with __metadata__ {"format":"diffnet","config":<json>, ...extra}.
+// dtype: at::kFloat or at::kHalf (storage only; the model keeps computing in fp32).
+void save_model(DiffNet& model, const std::string& path, at::ScalarType dtype = at::kFloat,
+                const std::map<std::string, std::string>& extra_metadata = {});
+// Builds the model from the file's config and loads its weights; metadata (if wanted) is returned.
+DiffNet load_model(const std::string& path, std::map<std::string, std::string>* metadata = nullptr);
+
+}  // namespace diffnet

@@ -1,0 +1,29 @@
+// Shared test helpers: paths, temp dirs, running the CLI, float64 comparisons.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace diffnet::testutil {
+
+// Absolute path of a file under tests/data.
+std::string data_path(const std::string& rel);
+// Absolute path under the source tree.
+std::string source_path(const std::string& rel);
+// A fresh empty directory under the build's temp area, unique per call; removed at process exit.
+std::string temp_dir(const std::string& tag);
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+// Runs the built diffnet CLI with the given argument string (shell-quoted by the caller).
+CliResult run_cli(const std::string& args);
+
+// max |a - b| over all elements (both converted to double).
+double max_abs_diff(const at::Tensor& a, const at::Tensor& b);
+
+}  // namespace diffnet::testutil

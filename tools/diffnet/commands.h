@@ -1,0 +1,30 @@
+// Sub-command registry of the `diffnet` CLI: each cmd_*.cpp registers itself with a static Registrar.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace diffnet::cli {
+
+// add(app) creates the sub-command on app, binds its options and sets its callback. The callback
+// throws diffnet::Error for user-facing failures (printed as one line, exit code 2).
+struct CommandSpec {
+  std::string name;
+  std::function<void(CLI::App&)> add;
+};
+
+std::vector<CommandSpec>& command_registry();
+
+struct Registrar {
+  Registrar(std::string name, std::function<void(CLI::App&)> add) {
+    command_registry().push_back({std::move(name), std::move(add)});
+  }
+};
+
+// Exit code the running sub-command wants (commands may set it, e.g. 1 for "tampered found" modes).
+int& exit_code();
+
+}  // namespace diffnet::cli

@@ -1,0 +1,50 @@
+// diffnet: document-tampering localisation — one binary, one sub-command per job.
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+
+#include "commands.h"
+#include "diffnet/common.h"
+
+namespace diffnet::cli {
+std::vector<CommandSpec>& command_registry() {
+  static std::vector<CommandSpec> registry;
+  return registry;
+}
+int& exit_code() {
+  static int code = 0;
+  return code;
+}
+}  // namespace diffnet::cli
+
+int main(int argc, char** argv) {
+  using namespace diffnet;
+  CLI::App app{"diffnet: document tampering localisation (DiffNet, C++/LibTorch)", "diffnet"};
+  app.require_subcommand(1);
+  int threads = 0;
+  app.add_option("-t,--threads", threads, "CPU threads (default: $DIFFNET_THREADS or all hardware threads)");
+  app.set_version_flag("--version", "diffnet 0.1.0");
+  auto& registry = cli::command_registry();
+  std::sort(registry.begin(), registry.end(),
+            [](const cli::CommandSpec& a, const cli::CommandSpec& b) { return a.name < b.name; });
+  for (auto& spec : registry) spec.add(app);
+  app.parse_complete_callback([&] { init_runtime(threads); });
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  } catch (const diffnet::Error& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  } catch (const c10::Error& e) {
+    std::fprintf(stderr, "error: %s\n", e.what_without_backtrace());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  }
+  return cli::exit_code();
+}
