@@ -1,0 +1,40 @@
+// Dataset sources (DESIGN §4): images/ + masks/ folders, DocTamper LMDB, list files; items load lazily.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace diffnet {
+
+// One sample's location. Exactly one of (image_path) or (lmdb_path, lmdb_index) is set.
+struct DatasetItem {
+  std::string id;          // unique within the dataset: file stem, or "image-%09d" for LMDB
+  std::string image_path;  // file-based sources
+  std::string mask_path;   // empty: pristine (all-zero mask)
+  std::string lmdb_path;   // LMDB directory
+  int64_t lmdb_index = -1; // 0-based record index
+};
+
+// A loaded item. mask is uint8 (H, W) in {0, 1} (any non-zero stored value = tampered).
+struct LoadedItem {
+  std::string id;
+  at::Tensor rgb;                    // uint8 (H, W, 3)
+  at::Tensor mask;                   // uint8 (H, W) 0/1
+  std::vector<uint8_t> image_bytes;  // the encoded image as stored (for JPEG DCT from the file)
+  bool is_jpeg = false;
+};
+
+// Lists a dataset given as:
+//   DIR with images/ (and optional masks/): mask = masks/<stem>.png; no mask = pristine;
+//   DIR holding an LMDB (data.mdb) in DocTamper layout (num-samples, image-%09d, label-%09d);
+//   FILE.txt/.lst: one "image_path[ mask_path]" per line (relative paths are relative to the file).
+// Throws Error naming the path for unreadable/empty sources.
+std::vector<DatasetItem> list_dataset(const std::string& spec);
+
+// Decodes one item; validates mask size == image size (Error naming the files otherwise).
+LoadedItem load_item(const DatasetItem& item);
+
+}  // namespace diffnet
