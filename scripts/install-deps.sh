@@ -8,6 +8,7 @@ PKGS=(
   nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
   libcairo2-dev libpango1.0-dev fonts-dejavu-core fonts-liberation2 fonts-noto-mono
   libgtest-dev
+  fonts-freefont-ttf fonts-urw-base35
 )
 missing=()
 for p in "${PKGS[@]}"; do
