@@ -1,0 +1,226 @@
+#include <torch/torch.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include "diffnet/common.h"
+#include "diffnet/dct.h"
+#include "diffnet/image_io.h"
+#include "diffnet/model.h"
+#include "diffnet/predict.h"
+
+#ifndef DIFFNET_SOURCE_DIR
+#define DIFFNET_SOURCE_DIR "."
+#endif
+
+namespace diffnet {
+
+constexpr int64_t kDefaultWindow = 512;
+
+std::string default_weights_path() {
+  if (const char* env = std::getenv("DIFFNET_WEIGHTS"); env && *env) return env;
+  return std::string(DIFFNET_SOURCE_DIR) + "/weights/diffnet-atto.safetensors";
+}
+
+namespace {
+
+LoadedModel load_from_file(const std::string& path) {
+  std::map<std::string, std::string> meta;
+  DiffNet model = load_model(path, &meta);
+  LoadedModel lm;
+  lm.model = model.ptr();
+  lm.source = path;
+  if (auto it = meta.find("train_size"); it != meta.end()) {
+    try {
+      lm.train_size = std::stoll(it->second);
+    } catch (const std::exception&) {
+      throw Error(path, "metadata train_size '" + it->second + "' is not an integer");
+    }
+  }
+  return lm;
+}
+
+}  // namespace
+
+LoadedModel load_weights_or_random(const std::string& weights) {
+  std::error_code ec;
+  if (!weights.empty()) {
+    if (!std::filesystem::is_regular_file(weights, ec)) throw Error(weights, "weights file not found");
+    return load_from_file(weights);
+  }
+  std::string path = default_weights_path();
+  if (std::filesystem::is_regular_file(path, ec)) return load_from_file(path);
+  if (const char* env = std::getenv("DIFFNET_WEIGHTS"); env && *env)
+    throw Error(path, "weights file named by $DIFFNET_WEIGHTS not found");
+  std::fprintf(stderr, "warning: no weights found: using random weights, results are meaningless (looked for %s)\n",
+               path.c_str());
+  torch::manual_seed(0);
+  DiffNet model(model_preset("atto"));
+  LoadedModel lm;
+  lm.model = model.ptr();
+  lm.source = "random";
+  return lm;
+}
+
+struct Predictor::Impl {
+  LoadedModel lm;
+  PredictOptions opt;
+  int64_t window = 0, stride = 0;
+};
+
+Predictor::Predictor(LoadedModel model, PredictOptions options) : impl_(std::make_unique<Impl>()) {
+  if (!model.model) throw Error("Predictor", "no model");
+  impl_->lm = std::move(model);
+  impl_->opt = std::move(options);
+  const PredictOptions& o = impl_->opt;
+  impl_->window = o.window > 0 ? o.window : (impl_->lm.train_size > 0 ? impl_->lm.train_size : kDefaultWindow);
+  impl_->stride = o.stride > 0 ? o.stride : impl_->window;
+  window_origins(impl_->window, impl_->window, impl_->stride);  // validates window and stride
+  if (o.batch < 1) throw Error("--batch", "must be >= 1");
+  if (o.dct_source != "auto" && o.dct_source != "file" && o.dct_source != "pixels")
+    throw Error("--dct-source", "expected auto, file or pixels, got '" + o.dct_source + "'");
+  if (!(o.threshold >= 0 && o.threshold < 1)) throw Error("--threshold", "must be in [0, 1)");
+  impl_->lm.model->eval();
+}
+
+Predictor::~Predictor() = default;
+Predictor::Predictor(Predictor&&) noexcept = default;
+Predictor& Predictor::operator=(Predictor&&) noexcept = default;
+
+const PredictOptions& Predictor::options() const { return impl_->opt; }
+int64_t Predictor::window() const { return impl_->window; }
+const LoadedModel& Predictor::model() const { return impl_->lm; }
+
+Prediction Predictor::predict_file(const std::string& path) { return predict_bytes(read_file(path), path); }
+
+Prediction Predictor::predict_bytes(const std::vector<uint8_t>& bytes, const std::string& name) {
+  double t0 = now_seconds();
+  at::Tensor rgb = decode_image_bytes(bytes, name);
+  double decode_ms = (now_seconds() - t0) * 1e3;
+  Prediction p = predict_rgb(rgb, bytes, name);
+  p.timings.decode_ms = decode_ms;
+  p.timings.total_ms += decode_ms;
+  return p;
+}
+
+namespace {
+
+// The DCT map (Hp, Wp) uint8 and luma table (64) int64 for the padded canvas.
+struct DctInput {
+  at::Tensor dct, qt;
+  std::string source;
+};
+
+DctInput make_dct(const at::Tensor& canvas, int64_t H, int64_t W, const std::vector<uint8_t>& encoded,
+                  const std::string& name, const std::string& wanted) {
+  const bool jpeg = !encoded.empty() && is_jpeg_bytes(encoded.data(), encoded.size());
+  DctInput d;
+  d.source = wanted == "auto" ? (jpeg ? "file" : "pixels") : wanted;
+  if (d.source == "file" && !jpeg) throw Error(name, "--dct-source file needs a JPEG input");
+  const int64_t Hp = canvas.size(0), Wp = canvas.size(1);
+  if (d.source == "pixels") {
+    // TDoc protocol: coefficients recomputed from pixels; the table is the file's for a JPEG, else ones.
+    d.qt = jpeg ? read_jpeg_coefficients_bytes(encoded, name).qt : ones_table();
+    d.dct = pixel_dct(canvas, d.qt);
+    return d;
+  }
+  JpegCoefficients jc = read_jpeg_coefficients_bytes(encoded, name);
+  if (jc.width != W || jc.height != H)
+    throw Error(name, "JPEG coefficient grid " + std::to_string(jc.width) + "x" + std::to_string(jc.height) +
+                          " does not match the decoded image " + std::to_string(W) + "x" + std::to_string(H));
+  d.qt = jc.qt;
+  // Padding blocks get the coefficients of a white block (as the white-padded pixels would); the
+  // image's own blocks (up to the next multiple of 8) come from the file.
+  at::Tensor white_block = pixel_dct(at::full({8, 8, 3}, 255, at::kByte), d.qt);
+  d.dct = white_block.repeat({Hp / 8, Wp / 8}).contiguous();
+  const int64_t h8 = std::min((H + 7) / 8 * 8, Hp), w8 = std::min((W + 7) / 8 * 8, Wp);
+  d.dct.slice(0, 0, h8).slice(1, 0, w8).copy_(clip_coefficients(jc.coef, h8, w8));
+  return d;
+}
+
+}  // namespace
+
+Prediction Predictor::predict_rgb(const at::Tensor& rgb, const std::vector<uint8_t>& encoded, const std::string& name) {
+  torch::NoGradGuard no_grad;
+  const double t0 = now_seconds();
+  if (rgb.dim() != 3 || rgb.size(2) != 3 || rgb.scalar_type() != at::kByte)
+    throw Error(name, "expected an RGB uint8 (H, W, 3) image");
+  const int64_t H = rgb.size(0), W = rgb.size(1);
+  const int64_t R = impl_->window, S = impl_->stride;
+  const int64_t Hp = padded_extent(H, R), Wp = padded_extent(W, R);
+
+  Prediction p;
+  p.file = name;
+  p.width = W;
+  p.height = H;
+  p.window = R;
+  p.stride = S;
+
+  // White canvas, image at the top-left: right/bottom padding keeps the 8x8 grid.
+  at::Tensor canvas = at::full({Hp, Wp, 3}, 255, at::kByte);
+  canvas.slice(0, 0, H).slice(1, 0, W).copy_(rgb);
+  DctInput d = make_dct(canvas, H, W, encoded, name, impl_->opt.dct_source);
+  p.dct_source = d.source;
+  if (!(d.source == "pixels" && d.qt.eq(1).all().item<bool>())) p.jpeg_quality = estimate_jpeg_quality(d.qt);
+  const double t1 = now_seconds();
+
+  std::vector<WindowPos> windows = plan_windows(H, W, R, S);
+  p.num_windows = int64_t(windows.size());
+  at::Tensor merged = at::zeros({Hp, Wp}, at::kFloat);
+  double score = 0;
+  DiffNetImpl& model = *impl_->lm.model;
+  for (size_t b0 = 0; b0 < windows.size(); b0 += size_t(impl_->opt.batch)) {
+    size_t b1 = std::min(windows.size(), b0 + size_t(impl_->opt.batch));
+    std::vector<at::Tensor> rgbs, dcts;
+    for (size_t i = b0; i < b1; ++i) {
+      rgbs.push_back(canvas.slice(0, windows[i].y, windows[i].y + R).slice(1, windows[i].x, windows[i].x + R));
+      dcts.push_back(d.dct.slice(0, windows[i].y, windows[i].y + R).slice(1, windows[i].x, windows[i].x + R));
+    }
+    const int64_t B = int64_t(b1 - b0);
+    at::Tensor x = normalize_rgb(at::stack(rgbs));
+    at::Tensor qt = d.qt.view({1, 64}).expand({B, 64}).contiguous();
+    DiffNetOutput out = model.forward(x, at::stack(dcts), qt);
+    at::Tensor prob = out.seg_logits.softmax(1).select(1, 1).to(at::kFloat);
+    at::Tensor cls = out.cls_logits.softmax(1).select(1, 1).to(at::kFloat);
+    for (int64_t i = 0; i < B; ++i) max_merge(merged, prob[i], windows[b0 + size_t(i)]);
+    score = std::max(score, cls.max().item<double>());
+  }
+  const double t2 = now_seconds();
+
+  p.rgb = rgb;
+  p.prob = merged.slice(0, 0, H).slice(1, 0, W).contiguous();
+  p.image_score = score;
+  p.decision = score > impl_->opt.threshold ? "tampered" : "pristine";
+  p.regions = find_regions(p.prob, impl_->opt.threshold, impl_->opt.min_region_area);
+  const double t3 = now_seconds();
+  p.timings.dct_ms = (t1 - t0) * 1e3;
+  p.timings.model_ms = (t2 - t1) * 1e3;
+  p.timings.total_ms = (t3 - t0) * 1e3;
+  return p;
+}
+
+nlohmann::json prediction_to_json(const Prediction& p, double threshold) {
+  nlohmann::json regions = nlohmann::json::array();
+  for (const Region& r : p.regions) regions.push_back(region_to_json(r));
+  nlohmann::json j;
+  j["file"] = p.file;
+  j["width"] = p.width;
+  j["height"] = p.height;
+  j["image_score"] = p.image_score;
+  j["decision"] = p.decision;
+  j["threshold"] = threshold;
+  j["regions"] = std::move(regions);
+  j["dct_source"] = p.dct_source;
+  j["jpeg_quality"] = p.jpeg_quality;
+  j["window"] = p.window;
+  j["stride"] = p.stride;
+  j["num_windows"] = p.num_windows;
+  j["timings_ms"] = {{"decode", p.timings.decode_ms},
+                     {"dct", p.timings.dct_ms},
+                     {"model", p.timings.model_ms},
+                     {"total", p.timings.total_ms}};
+  return j;
+}
+
+}  // namespace diffnet

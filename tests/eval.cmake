@@ -1,0 +1,12 @@
+# Eval module tests: metrics, regions and windows always; `diffnet score` end to end when io exists;
+# the predictor when io and model exist.
+set(eval_test_sources
+  ${CMAKE_CURRENT_LIST_DIR}/test_eval_metrics.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/test_eval_regions.cpp)
+if(TARGET diffnet_io)
+  list(APPEND eval_test_sources ${CMAKE_CURRENT_LIST_DIR}/test_eval_score.cpp)
+endif()
+if(TARGET diffnet_io AND TARGET diffnet_model)
+  list(APPEND eval_test_sources ${CMAKE_CURRENT_LIST_DIR}/test_eval_predict.cpp)
+endif()
+diffnet_test(eval SOURCES ${eval_test_sources} LIBS diffnet_eval)

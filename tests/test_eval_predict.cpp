@@ -1,0 +1,230 @@
+// Predictor and `diffnet predict`: window results against direct forward calls computed here, max-merge
+// over hand-listed windows, batching, and the CLI's files/records/errors (random-init model: these
+// check plumbing, not accuracy).
+#include <torch/torch.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "diffnet/common.h"
+#include "diffnet/dct.h"
+#include "diffnet/image_io.h"
+#include "diffnet/model.h"
+#include "diffnet/predict.h"
+#include "testing.h"
+
+using namespace diffnet;
+
+namespace {
+
+// A random-init atto model (the DCT half of the fusion non-zero so the DCT input matters), saved with
+// train_size 64 so that predict uses 64 x 64 windows.
+struct TinyModel {
+  std::string path;
+  DiffNet model{nullptr};
+  TinyModel() {
+    torch::manual_seed(3);
+    ModelConfig cfg = model_preset("atto");
+    cfg.fuse_dct_init = 0.05;
+    model = DiffNet(cfg);
+    model->eval();
+    path = testutil::temp_dir("predict-model") + "/tiny.safetensors";
+    save_model(model, path, at::kFloat, {{"train_size", "64"}});
+  }
+};
+TinyModel& tiny() {
+  static TinyModel t;
+  return t;
+}
+
+// Light page with dark strokes and some noise (seeded).
+at::Tensor test_image(int64_t H, int64_t W, int seed) {
+  at::Generator gen = at::detail::createCPUGenerator(uint64_t(seed));
+  at::Tensor img = at::randint(200, 256, {H, W, 3}, gen, at::TensorOptions().dtype(at::kByte));
+  for (int64_t y = 4; y + 3 < H; y += 12) img.slice(0, y, y + 3).slice(1, 3, W - 3).fill_(20);
+  return img;
+}
+
+struct Direct {
+  at::Tensor prob;  // (R, R)
+  double score;
+};
+Direct direct_forward(const at::Tensor& rgb, const at::Tensor& dct, const at::Tensor& qt) {
+  torch::NoGradGuard no_grad;
+  DiffNetOutput out = tiny().model->forward(normalize_rgb(rgb), dct.unsqueeze(0), qt.view({1, 64}));
+  return {out.seg_logits.softmax(1)[0][1].to(at::kFloat), out.cls_logits.softmax(1)[0][1].item<double>()};
+}
+
+Predictor make_predictor(int64_t batch = 2, int64_t stride = 0, const std::string& dct_source = "auto") {
+  PredictOptions opt;
+  opt.batch = batch;
+  opt.stride = stride;
+  opt.dct_source = dct_source;
+  return Predictor(load_weights_or_random(tiny().path), opt);
+}
+
+std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);)
+    if (!l.empty()) out.push_back(l);
+  return out;
+}
+
+}  // namespace
+
+TEST(EvalPredict, ExactWindowPngEqualsDirectForward) {
+  at::Tensor rgb = test_image(64, 64, 1);
+  Predictor pred = make_predictor();
+  Prediction p = pred.predict_bytes(encode_png(rgb), "a.png");
+  EXPECT_EQ(p.window, 64);  // from the weights' train_size
+  EXPECT_EQ(p.num_windows, 1);
+  EXPECT_EQ(p.dct_source, "pixels");
+  EXPECT_EQ(p.jpeg_quality, -1);
+  Direct d = direct_forward(rgb, pixel_dct(rgb, ones_table()), ones_table());
+  ASSERT_EQ(p.prob.sizes(), d.prob.sizes());
+  EXPECT_LT(testutil::max_abs_diff(p.prob, d.prob), 1e-6);
+  EXPECT_NEAR(p.image_score, d.score, 1e-6);
+  EXPECT_EQ(p.decision, d.score > 0.5 ? "tampered" : "pristine");
+}
+
+TEST(EvalPredict, ExactWindowJpegUsesFileCoefficients) {
+  std::vector<uint8_t> jpeg = encode_jpeg(test_image(64, 64, 2), 85);
+  at::Tensor rgb = decode_image_bytes(jpeg, "b.jpg");
+  JpegCoefficients jc = read_jpeg_coefficients_bytes(jpeg, "b.jpg");
+  Predictor pred = make_predictor();
+  Prediction p = pred.predict_bytes(jpeg, "b.jpg");
+  EXPECT_EQ(p.dct_source, "file");
+  EXPECT_EQ(p.jpeg_quality, 85);
+  Direct d = direct_forward(rgb, clip_coefficients(jc.coef, 64, 64), jc.qt);
+  EXPECT_LT(testutil::max_abs_diff(p.prob, d.prob), 1e-6);
+  EXPECT_NEAR(p.image_score, d.score, 1e-6);
+  // Forced pixel DCT: coefficients recomputed from the decoded pixels with the file's table.
+  Predictor pix = make_predictor(2, 0, "pixels");
+  Prediction q = pix.predict_bytes(jpeg, "b.jpg");
+  EXPECT_EQ(q.dct_source, "pixels");
+  Direct e = direct_forward(rgb, pixel_dct(rgb, jc.qt), jc.qt);
+  EXPECT_LT(testutil::max_abs_diff(q.prob, e.prob), 1e-6);
+  // The file DCT is not the pixel DCT (decoding rounds), so the two paths really differ.
+  EXPECT_GT(testutil::max_abs_diff(p.prob, q.prob), 0.0);
+}
+
+TEST(EvalPredict, WindowsAreMaxMergedOnAWhitePaddedCanvas) {
+  // 70 x 77 -> canvas 72 x 80 (white right/bottom padding); R 64, stride 32:
+  // origins y {0, 8} (the last one shifted back to the border), x {0, 16}.
+  at::Tensor rgb = test_image(70, 77, 3);
+  at::Tensor canvas = at::full({72, 80, 3}, 255, at::kByte);
+  canvas.slice(0, 0, 70).slice(1, 0, 77).copy_(rgb);
+  at::Tensor dct = pixel_dct(canvas, ones_table());
+  at::Tensor merged = at::zeros({72, 80}, at::kFloat);
+  double score = 0;
+  for (int64_t y : {0, 8})
+    for (int64_t x : {0, 16}) {
+      Direct d = direct_forward(canvas.slice(0, y, y + 64).slice(1, x, x + 64),
+                                dct.slice(0, y, y + 64).slice(1, x, x + 64), ones_table());
+      at::Tensor dst = merged.slice(0, y, y + 64).slice(1, x, x + 64);
+      dst.copy_(at::maximum(dst, d.prob));
+      score = std::max(score, d.score);
+    }
+  at::Tensor want = merged.slice(0, 0, 70).slice(1, 0, 77);
+  for (int64_t batch : {1, 3}) {
+    Predictor pred = make_predictor(batch, 32);
+    Prediction p = pred.predict_rgb(rgb, {}, "c");
+    EXPECT_EQ(p.num_windows, 4);
+    ASSERT_EQ(p.prob.sizes(), want.sizes());
+    EXPECT_LT(testutil::max_abs_diff(p.prob, want), 1e-5) << "batch " << batch;
+    EXPECT_NEAR(p.image_score, score, 1e-5);
+  }
+}
+
+TEST(EvalPredict, OptionErrors) {
+  PredictOptions bad_window;
+  bad_window.window = 100;
+  EXPECT_THROW(Predictor(load_weights_or_random(tiny().path), bad_window), Error);
+  Predictor file_dct = make_predictor(2, 0, "file");
+  try {
+    file_dct.predict_bytes(encode_png(test_image(32, 32, 4)), "x.png");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("x.png"), std::string::npos);
+  }
+  EXPECT_THROW(load_weights_or_random("/nonexistent/w.safetensors"), Error);
+}
+
+TEST(EvalPredict, CliWritesMapsOverlaysAndRecords) {
+  std::string in = testutil::temp_dir("predict-in"), out = testutil::temp_dir("predict-out") + "/o";
+  write_png(in + "/a.png", test_image(70, 100, 5));
+  write_jpeg(in + "/b.jpg", test_image(48, 64, 6), 90);
+  std::ofstream(in + "/bad.jpg") << "not a jpeg";
+  std::ofstream(in + "/notes.txt") << "ignored: not an image extension";
+  testutil::CliResult r = testutil::run_cli("predict '" + in + "' --weights '" + tiny().path + "' --out '" + out +
+                                            "' --json -q");
+  EXPECT_EQ(r.exit_code, 2) << "one input failed";
+  EXPECT_NE(r.err.find("error: " + in + "/bad.jpg"), std::string::npos) << r.err;
+  std::vector<std::string> recs = lines(r.out);
+  ASSERT_EQ(recs.size(), 2u) << r.out;
+  struct Want {
+    std::string stem;
+    int64_t h, w, windows;
+  };
+  // a: 70 x 100 -> canvas 72 x 104 -> y {0, 8}, x {0, 40}; b: 48 x 64 -> padded to 64 x 64, one window.
+  std::vector<Want> wants = {{"a", 70, 100, 4}, {"b", 48, 64, 1}};
+  for (size_t i = 0; i < wants.size(); ++i) {
+    const Want& w = wants[i];
+    nlohmann::json j = nlohmann::json::parse(recs[i]);
+    EXPECT_EQ(j["file"], in + "/" + w.stem + (w.stem == "a" ? ".png" : ".jpg"));
+    EXPECT_EQ(j["width"], w.w);
+    EXPECT_EQ(j["height"], w.h);
+    EXPECT_EQ(j["num_windows"], w.windows);
+    EXPECT_EQ(j["window"], 64);
+    double s = j["image_score"].get<double>();
+    EXPECT_GE(s, 0.0);
+    EXPECT_LE(s, 1.0);
+    EXPECT_EQ(j["decision"], s > 0.5 ? "tampered" : "pristine");
+    EXPECT_TRUE(j["regions"].is_array());
+    for (const char* t : {"decode", "dct", "model", "total"}) EXPECT_GE(j["timings_ms"][t].get<double>(), 0.0) << t;
+    EXPECT_EQ(j["dct_source"], w.stem == "a" ? "pixels" : "file");
+    at::Tensor prob = decode_mask(out + "/" + w.stem + ".prob.png");
+    EXPECT_EQ(prob.sizes(), (std::vector<int64_t>{w.h, w.w}));
+    at::Tensor overlay = decode_image(out + "/" + w.stem + ".overlay.png");
+    EXPECT_EQ(overlay.sizes(), (std::vector<int64_t>{w.h, w.w, 3}));
+    // Every region's box lies inside the image and its peak shows in the 8-bit map.
+    for (const auto& reg : j["regions"]) {
+      auto b = reg["bbox"];
+      EXPECT_LE(b[0].get<int64_t>() + b[2].get<int64_t>(), w.w);
+      EXPECT_LE(b[1].get<int64_t>() + b[3].get<int64_t>(), w.h);
+      EXPECT_GE(reg["area"].get<int64_t>(), kDefaultMinRegionArea);
+    }
+  }
+  std::string jsonl(reinterpret_cast<const char*>(read_file(out + "/predictions.jsonl").data()),
+                    read_file(out + "/predictions.jsonl").size());
+  EXPECT_EQ(lines(jsonl).size(), 2u);
+
+  // The table names each file; a second run appends to predictions.jsonl.
+  testutil::CliResult t = testutil::run_cli("predict '" + in + "/a.png' --weights '" + tiny().path + "' --out '" +
+                                            out + "' --table");
+  EXPECT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_NE(t.out.find("regions"), std::string::npos);
+  EXPECT_NE(t.out.find("a.png"), std::string::npos);
+  auto again = read_file(out + "/predictions.jsonl");
+  EXPECT_EQ(lines(std::string(again.begin(), again.end())).size(), 3u);
+}
+
+TEST(EvalPredict, DefaultWeightsLookup) {
+  setenv("DIFFNET_WEIGHTS", "/nonexistent/w.safetensors", 1);
+  EXPECT_EQ(default_weights_path(), "/nonexistent/w.safetensors");
+  EXPECT_THROW(load_weights_or_random(""), Error);  // named explicitly, so its absence is an error
+  unsetenv("DIFFNET_WEIGHTS");
+  EXPECT_EQ(default_weights_path(), testutil::source_path("weights/diffnet-atto.safetensors"));
+  std::error_code ec;
+  if (std::filesystem::exists(default_weights_path(), ec)) GTEST_SKIP() << "shipped weights present";
+  // No shipped weights yet: a random model and a clear warning.
+  std::string in = testutil::temp_dir("predict-rand");
+  write_png(in + "/p.png", test_image(40, 40, 7));
+  testutil::CliResult r = testutil::run_cli("predict '" + in + "/p.png' --json");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("no weights found: using random weights, results are meaningless"), std::string::npos) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["window"], 512);
+}

@@ -1,0 +1,149 @@
+// Connected components against a hand-drawn mask, 8-bit quantisation, overlay pixels, window planning
+// and max-merge.
+#include <cmath>
+
+#include "diffnet/common.h"
+#include "diffnet/predict.h"
+#include "diffnet/regions.h"
+#include "testing.h"
+
+using namespace diffnet;
+
+namespace {
+// '#' = 0.6, '@' = 0.95, 'o' = exactly the threshold 0.5 (not above it), '.' = 0.1.
+at::Tensor draw(const std::vector<std::string>& rows) {
+  at::Tensor t = at::zeros({int64_t(rows.size()), int64_t(rows[0].size())}, at::kFloat);
+  for (size_t y = 0; y < rows.size(); ++y)
+    for (size_t x = 0; x < rows[y].size(); ++x) {
+      char c = rows[y][x];
+      t[int64_t(y)][int64_t(x)] = c == '#' ? 0.6f : c == '@' ? 0.95f : c == 'o' ? 0.5f : 0.1f;
+    }
+  return t;
+}
+}  // namespace
+
+TEST(EvalRegions, ComponentsOfAHandDrawnMask) {
+  at::Tensor p = draw({
+      "............",  // 0
+      ".##.........",  // 1   A: 2x2 square at (1,1)
+      ".#@......#..",  // 2   B: a diagonal chain (2,9) (3,8) (3,9) (4,7)
+      "........##..",  // 3
+      ".......#....",  // 4
+      "..........o.",  // 5   at the threshold: not a region
+      "###.........",  // 6   C: L-shape 4 pixels
+      "#...........",  // 7
+      "......####..",  // 8   D: 2x4 block, 8 pixels
+      "......####.#",  // 9   E: single pixel (dropped with min_area 2)
+  });
+  std::vector<Region> r = find_regions(p, 0.5, 2);
+  ASSERT_EQ(r.size(), 4u);
+  // Sorted by area: D 8, then A/B/C with area 4 ordered by y.
+  EXPECT_EQ(r[0].x, 6); EXPECT_EQ(r[0].y, 8); EXPECT_EQ(r[0].w, 4); EXPECT_EQ(r[0].h, 2); EXPECT_EQ(r[0].area, 8);
+  EXPECT_EQ(r[1].x, 1); EXPECT_EQ(r[1].y, 1); EXPECT_EQ(r[1].w, 2); EXPECT_EQ(r[1].h, 2); EXPECT_EQ(r[1].area, 4);
+  EXPECT_NEAR(r[1].peak, 0.95, 1e-6);
+  EXPECT_NEAR(r[1].mean, (3 * 0.6 + 0.95) / 4, 1e-6);
+  EXPECT_EQ(r[2].x, 7); EXPECT_EQ(r[2].y, 2); EXPECT_EQ(r[2].w, 3); EXPECT_EQ(r[2].h, 3); EXPECT_EQ(r[2].area, 4);
+  EXPECT_NEAR(r[2].peak, 0.6, 1e-6);
+  EXPECT_EQ(r[3].x, 0); EXPECT_EQ(r[3].y, 6); EXPECT_EQ(r[3].w, 3); EXPECT_EQ(r[3].h, 2); EXPECT_EQ(r[3].area, 4);
+  // min_area 1 keeps the single pixel, min_area 5 keeps only D.
+  EXPECT_EQ(find_regions(p, 0.5, 1).size(), 5u);
+  EXPECT_EQ(find_regions(p, 0.5, 5).size(), 1u);
+  // A higher threshold keeps the 0.95 pixel only.
+  std::vector<Region> hi = find_regions(p, 0.9, 1);
+  ASSERT_EQ(hi.size(), 1u);
+  EXPECT_EQ(hi[0].x, 2);
+  EXPECT_EQ(hi[0].y, 2);
+  nlohmann::json j = region_to_json(r[0]);
+  EXPECT_EQ(j["bbox"], nlohmann::json({6, 8, 4, 2}));
+  EXPECT_EQ(j["area"], 8);
+}
+
+TEST(EvalRegions, ProbToU8RoundsHalfUp) {
+  at::Tensor p = at::tensor({0.0f, 0.5f / 255, 127.5f / 255, 0.5f, 1.0f, 1.5f, -0.2f});
+  at::Tensor u = prob_to_u8(p);
+  std::vector<int> want = {0, 1, 128, 128, 255, 255, 0};
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(u[int64_t(i)].item<int>(), want[i]) << i;
+}
+
+TEST(EvalRegions, OverlayColours) {
+  const int64_t H = 40, W = 50;
+  at::Tensor rgb = at::full({H, W, 3}, 200, at::kByte);
+  at::Tensor prob = at::zeros({H, W}, at::kFloat);
+  prob.slice(0, 10, 20).slice(1, 10, 30).fill_(1.0f);
+  Region r;
+  r.x = 10, r.y = 10, r.w = 20, r.h = 10, r.area = 200, r.peak = 1;
+  at::Tensor o = render_overlay(rgb, prob, {r});
+  ASSERT_EQ(o.sizes(), (std::vector<int64_t>{H, W, 3}));
+  ASSERT_EQ(o.scalar_type(), at::kByte);
+  // p = 0: grey = 0.75 * 200 + 40 = 190.
+  for (int c = 0; c < 3; ++c) EXPECT_EQ(o[0][0][c].item<int>(), 190);
+  // p = 1: 0.2 * 190 + 0.8 * (255, 230, 0) = (242, 222, 38).
+  EXPECT_EQ(o[15][20][0].item<int>(), 242);
+  EXPECT_EQ(o[15][20][1].item<int>(), 222);
+  EXPECT_EQ(o[15][20][2].item<int>(), 38);
+  // The rectangle is drawn just outside the box (thickness 2): blue.
+  EXPECT_EQ(o[9][20][0].item<int>(), 0);
+  EXPECT_EQ(o[9][20][2].item<int>(), 255);
+  EXPECT_EQ(o[15][30][2].item<int>(), 255);
+  EXPECT_EQ(o[15][31][2].item<int>(), 255);
+  EXPECT_EQ(o[15][32][2].item<int>(), 190);
+}
+
+TEST(EvalWindows, PaddedExtentAndOrigins) {
+  EXPECT_EQ(padded_extent(1754, 512), 1760);
+  EXPECT_EQ(padded_extent(100, 512), 512);
+  EXPECT_EQ(padded_extent(512, 512), 512);
+  EXPECT_EQ(padded_extent(513, 512), 520);
+  EXPECT_EQ(window_origins(512, 512, 512), (std::vector<int64_t>{0}));
+  EXPECT_EQ(window_origins(520, 512, 512), (std::vector<int64_t>{0, 8}));
+  EXPECT_EQ(window_origins(1248, 512, 512), (std::vector<int64_t>{0, 512, 736}));
+  EXPECT_EQ(window_origins(1024, 512, 256), (std::vector<int64_t>{0, 256, 512}));
+  EXPECT_EQ(window_origins(1760, 512, 512), (std::vector<int64_t>{0, 512, 1024, 1248}));
+  EXPECT_THROW(window_origins(1024, 500, 500), Error);  // not a multiple of 32
+  EXPECT_THROW(window_origins(1024, 512, 12), Error);   // stride not a multiple of 8
+  EXPECT_THROW(window_origins(1024, 512, 520), Error);  // stride > window (gaps)
+}
+
+TEST(EvalWindows, PlansCoverEveryPixelOnThe8Grid) {
+  for (int64_t R : {32, 64, 96}) {
+    for (int64_t S : {R, R / 2, int64_t(24)}) {
+      for (int64_t H : {1, 7, 31, 32, 33, 100, 257}) {
+        for (int64_t W : {5, 64, 130}) {
+          std::vector<WindowPos> plan = plan_windows(H, W, R, S);
+          const int64_t Hp = padded_extent(H, R), Wp = padded_extent(W, R);
+          EXPECT_EQ(Hp % 8, 0);
+          EXPECT_GE(Hp, std::max(H, R));
+          at::Tensor cover = at::zeros({Hp, Wp}, at::kInt);
+          int64_t max_y = 0, max_x = 0;
+          for (const WindowPos& w : plan) {
+            EXPECT_EQ(w.y % 8, 0);
+            EXPECT_EQ(w.x % 8, 0);
+            EXPECT_LE(w.y + R, Hp);
+            EXPECT_LE(w.x + R, Wp);
+            max_y = std::max(max_y, w.y), max_x = std::max(max_x, w.x);
+            cover.slice(0, w.y, w.y + R).slice(1, w.x, w.x + R).add_(1);
+          }
+          EXPECT_EQ(max_y + R, Hp) << "last window ends at the border";
+          EXPECT_EQ(max_x + R, Wp);
+          EXPECT_GT(cover.min().item<int>(), 0) << "R " << R << " S " << S << " H " << H << " W " << W;
+        }
+      }
+    }
+  }
+}
+
+TEST(EvalWindows, MaxMerge) {
+  at::Tensor canvas = at::zeros({16, 16}, at::kFloat);
+  at::Tensor a = at::full({8, 8}, 0.3f);
+  at::Tensor b = at::full({8, 8}, 0.7f);
+  b[0][0] = 0.1f;  // at (4, 4): below a's 0.3 there
+  max_merge(canvas, a, {0, 0});
+  max_merge(canvas, b, {4, 4});
+  EXPECT_FLOAT_EQ(canvas[0][0].item<float>(), 0.3f);
+  EXPECT_FLOAT_EQ(canvas[4][4].item<float>(), 0.3f);
+  EXPECT_FLOAT_EQ(canvas[5][5].item<float>(), 0.7f);
+  EXPECT_FLOAT_EQ(canvas[11][11].item<float>(), 0.7f);
+  EXPECT_FLOAT_EQ(canvas[12][12].item<float>(), 0.0f);
+  EXPECT_FLOAT_EQ(canvas[2][10].item<float>(), 0.0f);
+  EXPECT_THROW(max_merge(canvas, a, {12, 0}), Error);
+}

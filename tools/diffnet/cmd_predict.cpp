@@ -1,0 +1,199 @@
+// diffnet predict INPUT...: tampering probability map, overlay, regions and image score for whole images
+// of any size (sliding windows on the JPEG grid), one JSON record per input.
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "diffnet/common.h"
+#include "diffnet/image_io.h"
+#include "diffnet/predict.h"
+
+namespace diffnet::cli {
+namespace {
+
+struct PredictCli {
+  std::vector<std::string> inputs;
+  std::string weights;
+  std::string out_dir;
+  PredictOptions opt;
+  bool json = false;
+  bool table = false;
+  bool quiet = false;
+  bool bench = false;
+  int bench_runs = 3;
+};
+
+// Inputs expanded: directories become their image files (sorted); files are kept in the given order.
+std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& in : inputs) {
+    if (std::filesystem::is_directory(in, ec)) {
+      std::vector<std::string> listed = list_image_files(in);
+      if (listed.empty()) std::fprintf(stderr, "warning: %s: no .jpg/.jpeg/.png images\n", in.c_str());
+      files.insert(files.end(), listed.begin(), listed.end());
+    } else {
+      files.push_back(in);
+    }
+  }
+  return files;
+}
+
+// Output base name: the stem, or the file name (then a counter) when an earlier input took the stem.
+std::string unique_base(const std::string& file, std::set<std::string>& used) {
+  std::string base = file_stem(file);
+  if (used.count(base)) base = std::filesystem::path(file).filename().string();
+  std::string candidate = base;
+  for (int i = 2; used.count(candidate); ++i) candidate = base + "_" + std::to_string(i);
+  used.insert(candidate);
+  return candidate;
+}
+
+void print_table_header() { std::printf("%-40s %8s  %-9s %7s %9s\n", "file", "score", "decision", "regions", "ms"); }
+
+void print_table_row(const Prediction& p) {
+  std::string name = p.file;
+  if (name.size() > 40) name = "..." + name.substr(name.size() - 37);
+  std::printf("%-40s %8.4f  %-9s %7zu %9.0f\n", name.c_str(), p.image_score, p.decision.c_str(), p.regions.size(),
+              p.timings.total_ms);
+  std::fflush(stdout);
+}
+
+// A synthetic A4 page (white, rows of dark "words"), JPEG quality 90: what a scanned document costs.
+std::vector<uint8_t> synthetic_page(int64_t width, int64_t height) {
+  at::Tensor page = at::full({height, width, 3}, 250, at::kByte);
+  const int64_t line = std::max<int64_t>(height / 60, 8), margin = width / 12;
+  for (int64_t y = margin, row = 0; y + line < height - margin; y += 2 * line, ++row)
+    for (int64_t x = margin, w = 0; x < width - margin; ++w) {
+      int64_t word = line * (2 + (row * 7 + w * 3) % 6);
+      int64_t x1 = std::min(x + word, width - margin);
+      page.slice(0, y, y + line).slice(1, x, x1).fill_(30);
+      x = x1 + line;
+    }
+  return encode_jpeg(page, 90);
+}
+
+void run_bench(Predictor& predictor, int runs) {
+  std::printf("benchmark: window %lld, batch %lld, %d thread(s), weights %s; median of %d runs after 1 warm-up\n",
+              (long long)predictor.window(), (long long)predictor.options().batch, at::get_num_threads(),
+              predictor.model().source.c_str(), runs);
+  std::printf("%-22s %8s %8s %8s %8s %8s\n", "page", "windows", "decode", "dct", "model", "total");
+  struct Page {
+    const char* name;
+    int64_t w, h;
+  };
+  for (const Page& pg : {Page{"A4 150 dpi 1240x1754", 1240, 1754}, Page{"A4 300 dpi 2480x3508", 2480, 3508}}) {
+    std::vector<uint8_t> jpeg = synthetic_page(pg.w, pg.h);
+    predictor.predict_bytes(jpeg, pg.name);  // warm-up
+    std::vector<PredictTimings> t;
+    int64_t windows = 0;
+    for (int i = 0; i < runs; ++i) {
+      Prediction p = predictor.predict_bytes(jpeg, pg.name);
+      t.push_back(p.timings);
+      windows = p.num_windows;
+    }
+    auto median = [&](double PredictTimings::*field) {
+      std::vector<double> v;
+      for (const auto& x : t) v.push_back(x.*field);
+      std::sort(v.begin(), v.end());
+      return v[v.size() / 2];
+    };
+    std::printf("%-22s %8lld %8.0f %8.0f %8.0f %8.0f  ms\n", pg.name, (long long)windows,
+                median(&PredictTimings::decode_ms), median(&PredictTimings::dct_ms),
+                median(&PredictTimings::model_ms), median(&PredictTimings::total_ms));
+    std::fflush(stdout);
+  }
+}
+
+void run(const PredictCli& o) {
+  Predictor predictor(load_weights_or_random(o.weights), o.opt);
+  if (o.bench) {
+    if (o.bench_runs < 1) throw Error("--bench-runs", "must be >= 1");
+    run_bench(predictor, o.bench_runs);
+    return;
+  }
+  if (o.inputs.empty()) throw Error("predict", "no input images (give files or directories)");
+  std::vector<std::string> files = expand_inputs(o.inputs);
+  if (files.empty()) throw Error("predict", "no input images found");
+  std::unique_ptr<std::ofstream> jsonl;
+  if (!o.out_dir.empty()) {
+    make_dirs(o.out_dir);
+    std::string path = o.out_dir + "/predictions.jsonl";
+    jsonl = std::make_unique<std::ofstream>(path, std::ios::app);
+    if (!*jsonl) throw Error(path, "cannot open for appending");
+  }
+  const bool table = o.table || !o.json;
+  if (table) print_table_header();
+  std::set<std::string> used;
+  int failures = 0;
+  Progress progress("predict", int64_t(files.size()), o.quiet || files.size() < 2 || table);
+  for (const auto& file : files) {
+    try {
+      Prediction p = predictor.predict_file(file);
+      nlohmann::json record = prediction_to_json(p, o.opt.threshold);
+      if (!o.out_dir.empty()) {
+        std::string base = o.out_dir + "/" + unique_base(file, used);
+        write_png(base + ".prob.png", prob_to_u8(p.prob));
+        write_png(base + ".overlay.png", render_overlay(p.rgb, p.prob, p.regions));
+        record["outputs"] = {{"prob", base + ".prob.png"}, {"overlay", base + ".overlay.png"}};
+        *jsonl << record.dump() << "\n";
+        jsonl->flush();
+      }
+      if (o.json) {
+        std::printf("%s\n", record.dump().c_str());
+        std::fflush(stdout);
+      }
+      if (table) print_table_row(p);
+    } catch (const std::exception& e) {
+      std::fflush(stdout);
+      std::string what = e.what();
+      // diffnet::Error messages already start with the file name; others get it prepended.
+      if (what.rfind(file, 0) != 0) what = file + ": " + what;
+      std::fprintf(stderr, "error: %s\n", what.c_str());
+      ++failures;
+    }
+    progress.step();
+  }
+  progress.finish();
+  if (failures > 0) {
+    std::fprintf(stderr, "predict: %d of %zu input(s) failed\n", failures, files.size());
+    exit_code() = 2;
+  }
+}
+
+Registrar reg("predict", [](CLI::App& app) {
+  auto o = std::make_shared<PredictCli>();
+  CLI::App* sub = app.add_subcommand(
+      "predict", "Tampering map, overlay, regions and image score for images of any size (JPEG/PNG)");
+  sub->add_option("inputs", o->inputs, "Image files and/or directories (their .jpg/.jpeg/.png, sorted)");
+  sub->add_option("-w,--weights", o->weights,
+                  "Weights (.safetensors); default $DIFFNET_WEIGHTS or weights/diffnet-atto.safetensors");
+  sub->add_option("-o,--out", o->out_dir,
+                  "Write <stem>.prob.png, <stem>.overlay.png and append to predictions.jsonl here");
+  sub->add_option("--window", o->opt.window, "Window size R (multiple of 32); default: the weights' train_size, else 512");
+  sub->add_option("--stride", o->opt.stride, "Window stride (multiple of 8, <= R); default R (no overlap)");
+  sub->add_option("--batch", o->opt.batch, "Windows per forward pass")->capture_default_str();
+  sub->add_option("--dct-source", o->opt.dct_source,
+                  "auto: JPEG coefficients from the file, pixels otherwise; or force file|pixels")
+      ->check(CLI::IsMember({"auto", "file", "pixels"}))
+      ->capture_default_str();
+  sub->add_option("--threshold", o->opt.threshold, "Decision and region threshold")->capture_default_str();
+  sub->add_option("--min-region", o->opt.min_region_area, "Smallest region reported, in pixels")->capture_default_str();
+  sub->add_flag("--json", o->json, "Print one JSON record per input on stdout");
+  sub->add_flag("--table", o->table, "Print a table: file, score, decision, regions (default without --json)");
+  sub->add_flag("-q,--quiet", o->quiet, "No progress line");
+  sub->add_flag("--bench", o->bench, "Time A4 pages at 150 and 300 dpi (synthetic JPEGs) instead of predicting");
+  sub->add_option("--bench-runs", o->bench_runs, "Timed runs per page for --bench")->capture_default_str();
+  sub->callback([o] { run(*o); });
+});
+
+}  // namespace
+}  // namespace diffnet::cli
