@@ -15,7 +15,7 @@ struct DatasetItem {
   std::string image_path;  // file-based sources
   std::string mask_path;   // empty: pristine (all-zero mask)
   std::string lmdb_path;   // LMDB directory
-  int64_t lmdb_index = -1; // 0-based record index
+  int64_t lmdb_index = -1; // record number in the keys (0-based; 1-based LMDBs are detected and kept)
 };
 
 // A loaded item. mask is uint8 (H, W) in {0, 1} (any non-zero stored value = tampered).
@@ -36,5 +36,14 @@ std::vector<DatasetItem> list_dataset(const std::string& spec);
 
 // Decodes one item; validates mask size == image size (Error naming the files otherwise).
 LoadedItem load_item(const DatasetItem& item);
+
+// Cheap up-front validation from file headers (no full decode): every image and mask is readable as
+// JPEG/PNG and each mask has its image's size; LMDB records must exist. Throws Error naming the first
+// bad file. progress: print a progress line on stderr for long lists.
+void validate_dataset(const std::vector<DatasetItem>& items, bool progress = false);
+
+// Raw bytes of an LMDB record by key (read-only environment, cached per path, safe from any thread).
+// Returns false when the key does not exist; throws Error naming the LMDB for other failures.
+bool lmdb_get(const std::string& lmdb_path, const std::string& key, std::vector<uint8_t>& out);
 
 }  // namespace diffnet
