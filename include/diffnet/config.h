@@ -41,6 +41,8 @@ struct ModelConfig {
   std::string activation = "abs";   // abs | none (A15) | tanh (A16)
   std::string disc_impl = "dense";  // dense | fused (training op); inference picks per device
   bool disc_on_input = false;       // A19: apply the filters to the input image as an extra modality
+  // Weight decay for the discrepancy filter parameters (theta); -1 = the optimizer's (A20 sets 0.1).
+  double filter_weight_decay = -1.0;
 
   // Decoder (§2.5).
   int64_t refine_depth = 3;   // ConvNeXt-V2 blocks at D on P2

@@ -13,6 +13,8 @@
 
 namespace diffnet {
 
+struct DiffNetParts;  // the submodules, defined in src/model/diffnet_parts.h
+
 struct DiffNetOutput {
   at::Tensor seg_logits;  // (B, 2, H, W); softmax channel 1 = tampered
   at::Tensor cls_logits;  // (B, 2)
@@ -39,9 +41,12 @@ class DiffNetImpl : public torch::nn::Module {
   // Selects the discrepancy implementation ("dense" | "fused") at run time.
   void set_disc_impl(const std::string& impl);
 
-  // (submodule members are declared below; see src/model/ for their definitions)
+  // The submodules (rgb, dct, fuse, disc, decoder, cls_head; see src/model/diffnet_parts.h).
+  DiffNetParts& parts() { return *parts_; }
+
  private:
   ModelConfig cfg_;
+  std::shared_ptr<DiffNetParts> parts_;
 };
 TORCH_MODULE(DiffNet);
 
@@ -58,5 +63,12 @@ void save_model(DiffNet& model, const std::string& path, at::ScalarType dtype = 
                 const std::map<std::string, std::string>& extra_metadata = {});
 // Builds the model from the file's config and loads its weights; metadata (if wanted) is returned.
 DiffNet load_model(const std::string& path, std::map<std::string, std::string>* metadata = nullptr);
+
+// Imports an ImageNet ConvNeXt-V2 checkpoint (safetensors, timm names `stem.*`, `stages.i.blocks.j.*` or the
+// official `downsample_layers.*`, `stages.i.j.*`) into the rgb.* tensors of `model`; head.* / norm.* (the
+// classifier) are ignored. fc weights may be 2-D or 4-D (out,in,1,1) and GRN tensors any rank (matched by
+// element count). Strict: an unknown, missing or mis-shaped tensor is an Error naming it. Returns the
+// number of tensors imported.
+int64_t import_convnextv2(DiffNet& model, const std::string& path);
 
 }  // namespace diffnet

@@ -1,0 +1,153 @@
+// ConvNeXt-V2 building blocks (DESIGN §2.1).
+#include "model/convnext.h"
+
+#include <cmath>
+
+namespace diffnet::model {
+
+void trunc_normal_(at::Tensor& w, double std, double a, double b) {
+  torch::NoGradGuard no_grad;
+  auto cdf = [](double x) { return 0.5 * (1.0 + std::erf(x / std::sqrt(2.0))); };
+  const double lo = cdf(a / std), hi = cdf(b / std);
+  w.uniform_(2 * lo - 1, 2 * hi - 1).erfinv_().mul_(std * std::sqrt(2.0)).clamp_(a, b);
+}
+
+void init_conv_linear(torch::nn::Module& module, double std) {
+  torch::NoGradGuard no_grad;
+  auto init_one = [std](torch::nn::Module& m) {
+    if (auto* conv = m.as<torch::nn::Conv2dImpl>()) {
+      trunc_normal_(conv->weight, std);
+      if (conv->bias.defined()) conv->bias.zero_();
+    } else if (auto* fc = m.as<torch::nn::LinearImpl>()) {
+      trunc_normal_(fc->weight, std);
+      if (fc->bias.defined()) fc->bias.zero_();
+    }
+  };
+  init_one(module);  // modules() cannot include a module still under construction
+  for (auto& m : module.modules(/*include_self=*/false)) init_one(*m);
+}
+
+LayerNorm2dImpl::LayerNorm2dImpl(int64_t channels, double eps) : channels_(channels), eps_(eps) {
+  weight = register_parameter("weight", torch::ones({channels}));
+  bias = register_parameter("bias", torch::zeros({channels}));
+}
+
+at::Tensor LayerNorm2dImpl::forward(const at::Tensor& x) {
+  // channels_last memory makes the NHWC permute a free view; layer_norm over C = biased variance over C.
+  at::Tensor y = at::layer_norm(x.permute({0, 2, 3, 1}), {channels_}, weight, bias, eps_);
+  return y.permute({0, 3, 1, 2});
+}
+
+GrnImpl::GrnImpl(int64_t channels) {
+  weight = register_parameter("weight", torch::zeros({channels}));
+  bias = register_parameter("bias", torch::zeros({channels}));
+}
+
+at::Tensor GrnImpl::forward(const at::Tensor& x) {
+  // square -> sum -> sqrt is several times faster than linalg_vector_norm on CPU.
+  at::Tensor gx = x.square().sum({1, 2}, /*keepdim=*/true).sqrt();
+  at::Tensor nx = gx / (gx.mean(-1, /*keepdim=*/true) + 1e-6);
+  return x + at::addcmul(bias, weight, x * nx);
+}
+
+MlpImpl::MlpImpl(int64_t channels, int64_t hidden) {
+  fc1 = register_module("fc1", torch::nn::Linear(channels, hidden));
+  grn = register_module("grn", Grn(hidden));
+  fc2 = register_module("fc2", torch::nn::Linear(hidden, channels));
+}
+
+at::Tensor MlpImpl::forward(const at::Tensor& x) {
+  return fc2->forward(grn->forward(at::gelu(fc1->forward(x))));
+}
+
+at::Tensor drop_path(const at::Tensor& x, double p, bool training) {
+  if (!training || p <= 0.0) return x;
+  const double keep = 1.0 - p;
+  at::Tensor mask = at::empty({x.size(0), 1, 1, 1}, x.options()).bernoulli_(keep).div_(keep);
+  return x * mask;
+}
+
+ConvNeXtBlockImpl::ConvNeXtBlockImpl(int64_t channels, double drop_path) : drop_path_rate(drop_path) {
+  conv_dw = register_module(
+      "conv_dw", torch::nn::Conv2d(torch::nn::Conv2dOptions(channels, channels, 7).padding(3).groups(channels)));
+  norm = register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({channels}).eps(1e-6)));
+  mlp = register_module("mlp", Mlp(channels, 4 * channels));
+}
+
+at::Tensor ConvNeXtBlockImpl::forward(const at::Tensor& x) {
+  at::Tensor y = conv_dw->forward(x.contiguous(at::MemoryFormat::ChannelsLast));
+  y = y.permute({0, 2, 3, 1});  // NHWC view (free for channels_last)
+  y = mlp->forward(norm->forward(y));
+  y = y.permute({0, 3, 1, 2});
+  return x + drop_path(y, drop_path_rate, is_training());
+}
+
+torch::nn::ModuleList make_blocks(int64_t channels, int64_t depth, const std::vector<double>& drop_rates) {
+  torch::nn::ModuleList blocks;
+  for (int64_t j = 0; j < depth; ++j)
+    blocks->push_back(ConvNeXtBlock(channels, j < static_cast<int64_t>(drop_rates.size()) ? drop_rates[j] : 0.0));
+  return blocks;
+}
+
+at::Tensor run_blocks(torch::nn::ModuleList& blocks, at::Tensor x) {
+  for (const auto& b : *blocks) x = b->as<ConvNeXtBlockImpl>()->forward(x);
+  return x;
+}
+
+StemImpl::StemImpl(int64_t in_channels, int64_t out_channels) {
+  conv = register_module("0", torch::nn::Conv2d(torch::nn::Conv2dOptions(in_channels, out_channels, 4).stride(4)));
+  norm = register_module("1", LayerNorm2d(out_channels));
+}
+
+at::Tensor StemImpl::forward(const at::Tensor& x) {
+  return norm->forward(conv->forward(x.contiguous(at::MemoryFormat::ChannelsLast)));
+}
+
+DownsampleImpl::DownsampleImpl(int64_t in_channels, int64_t out_channels) {
+  norm = register_module("0", LayerNorm2d(in_channels));
+  conv = register_module("1", torch::nn::Conv2d(torch::nn::Conv2dOptions(in_channels, out_channels, 2).stride(2)));
+}
+
+at::Tensor DownsampleImpl::forward(const at::Tensor& x) { return conv->forward(norm->forward(x)); }
+
+StageImpl::StageImpl(int64_t in_channels, int64_t channels, int64_t depth, const std::vector<double>& drop_rates) {
+  if (in_channels > 0) downsample = register_module("downsample", Downsample(in_channels, channels));
+  blocks = register_module("blocks", make_blocks(channels, depth, drop_rates));
+}
+
+at::Tensor StageImpl::forward_downsample(const at::Tensor& x) {
+  return downsample ? downsample->forward(x) : x;
+}
+
+at::Tensor StageImpl::forward_blocks(const at::Tensor& x) { return run_blocks(blocks, x); }
+
+ConvNeXtV2Impl::ConvNeXtV2Impl(const std::vector<int64_t>& dims, const std::vector<int64_t>& depths,
+                               double drop_path_rate, int64_t in_channels) {
+  TORCH_CHECK(dims.size() == 4 && depths.size() == 4, "ConvNeXtV2: 4 dims and 4 depths expected");
+  stem = register_module("stem", Stem(in_channels, dims[0]));
+  int64_t total = 0;
+  for (int64_t d : depths) total += d;
+  torch::nn::ModuleList list;
+  int64_t idx = 0;
+  for (size_t i = 0; i < 4; ++i) {
+    std::vector<double> rates;
+    for (int64_t j = 0; j < depths[i]; ++j, ++idx)
+      rates.push_back(total > 1 ? drop_path_rate * static_cast<double>(idx) / static_cast<double>(total - 1) : 0.0);
+    Stage s(i == 0 ? 0 : dims[i - 1], dims[i], depths[i], rates);
+    stages.push_back(s);
+    list->push_back(s);
+  }
+  register_module("stages", list);
+}
+
+std::vector<at::Tensor> ConvNeXtV2Impl::forward(const at::Tensor& x) {
+  std::vector<at::Tensor> feats;
+  at::Tensor y = stem->forward(x);
+  for (auto& s : stages) {
+    y = s->forward(y);
+    feats.push_back(y);
+  }
+  return feats;
+}
+
+}  // namespace diffnet::model

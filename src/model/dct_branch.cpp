@@ -1,0 +1,149 @@
+// DCT branch (DESIGN §2.2) and the FPH ablation (A1).
+#include "model/dct_branch.h"
+
+#include "model/convnext.h"
+
+namespace diffnet::model {
+
+at::Tensor space_to_depth8(const at::Tensor& x) {
+  const int64_t B = x.size(0), H = x.size(1), W = x.size(2);
+  return x.view({B, H / 8, 8, W / 8, 8}).permute({0, 1, 3, 2, 4}).reshape({B, H / 8, W / 8, 64});
+}
+
+TwoLayerMlpImpl::TwoLayerMlpImpl(int64_t in, int64_t hidden, int64_t out) {
+  fc1 = register_module("0", torch::nn::Linear(in, hidden));
+  fc2 = register_module("2", torch::nn::Linear(hidden, out));
+}
+
+DctEmbed::DctEmbed(const ModelConfig& cfg) : d_(cfg.dct_dim), gamma_(cfg.dct_gamma), beta_(cfg.dct_beta) {
+  const int64_t d = d_;
+  if (cfg.dct_linear) {
+    coef_linear = register_module("coef_linear", torch::nn::Linear(1, d));
+  } else {
+    coef_embed = register_module("coef_embed", torch::nn::Embedding(21, d));
+  }
+  const int64_t n_mod = (gamma_ ? 1 : 0) + (beta_ ? 1 : 0);
+  if (n_mod > 0) {
+    q_embed = register_module("q_embed", torch::nn::Embedding(256, d));
+    q_mlp = register_module("q_mlp", TwoLayerMlp(d, 2 * d, n_mod * d));
+  }
+  if (cfg.dct_freq_embed) freq_embed = register_parameter("freq_embed", torch::zeros({64, d}));
+  if (cfg.dct_table_bias) table_mlp = register_module("table_mlp", TwoLayerMlp(64, 64, d));
+  blocks = register_module("blocks", make_blocks(64 * d, cfg.dct_depth));
+  init_conv_linear(*this);
+  if (freq_embed.defined()) trunc_normal_(freq_embed, 0.02);
+  // Embeddings keep torch's N(0, 1) init: v then has unit scale, like a normalised input.
+}
+
+at::Tensor DctEmbed::embed(const at::Tensor& dct_blocks, const at::Tensor& qt) {
+  const int64_t d = d_;
+  at::Tensor e;  // (B,h,w,64,d)
+  if (coef_linear) {
+    e = coef_linear->forward(dct_blocks.unsqueeze(-1).to(at::kFloat).div(20.0));
+  } else {
+    e = coef_embed->forward(dct_blocks);
+  }
+  if (q_embed) {
+    at::Tensor gb = q_mlp->forward(q_embed->forward(qt));  // (B,64,n*d)
+    int64_t off = 0;
+    if (gamma_) {
+      at::Tensor gamma = gb.narrow(2, off, d).unsqueeze(1).unsqueeze(1);
+      e = e + e * gamma;
+      off += d;
+    }
+    if (beta_) e = e + gb.narrow(2, off, d).unsqueeze(1).unsqueeze(1);
+  }
+  if (freq_embed.defined()) e = e + freq_embed;
+  if (table_mlp) {
+    at::Tensor t = table_mlp->forward(qt.to(e.scalar_type()).div(255.0));  // (B,d)
+    e = e + t.view({t.size(0), 1, 1, 1, d});
+  }
+  return e.reshape({e.size(0), e.size(1), e.size(2), 64 * d});
+}
+
+at::Tensor DctEmbed::forward(const at::Tensor& dct, const at::Tensor& qt) {
+  at::Tensor e = embed(space_to_depth8(dct), qt).permute({0, 3, 1, 2});  // channels_last (B,64d,h,w)
+  return run_blocks(blocks, e);
+}
+
+namespace {
+
+at::Tensor swish(const at::Tensor& x) { return x * at::sigmoid(x); }
+
+torch::nn::BatchNorm2d bn(int64_t c, double eps) {
+  return torch::nn::BatchNorm2d(torch::nn::BatchNorm2dOptions(c).eps(eps).momentum(0.01));
+}
+
+// EfficientNet MBConv (expand x6, dw 3x3, SE 0.25, swish, BN eps 1e-3, identity skip), as in DTD's FPH.
+class MBConvImpl : public torch::nn::Module {
+ public:
+  explicit MBConvImpl(int64_t c) {
+    const int64_t e = 6 * c, s = std::max<int64_t>(1, c / 4);
+    using torch::nn::Conv2d;
+    using torch::nn::Conv2dOptions;
+    expand_conv = register_module("expand_conv", Conv2d(Conv2dOptions(c, e, 1).bias(false)));
+    bn0 = register_module("bn0", bn(e, 1e-3));
+    depthwise_conv =
+        register_module("depthwise_conv", Conv2d(Conv2dOptions(e, e, 3).padding(1).groups(e).bias(false)));
+    bn1 = register_module("bn1", bn(e, 1e-3));
+    se_reduce = register_module("se_reduce", Conv2d(Conv2dOptions(e, s, 1)));
+    se_expand = register_module("se_expand", Conv2d(Conv2dOptions(s, e, 1)));
+    project_conv = register_module("project_conv", Conv2d(Conv2dOptions(e, c, 1).bias(false)));
+    bn2 = register_module("bn2", bn(c, 1e-3));
+  }
+  at::Tensor forward(const at::Tensor& x) {
+    at::Tensor y = swish(bn0->forward(expand_conv->forward(x)));
+    y = swish(bn1->forward(depthwise_conv->forward(y)));
+    at::Tensor g = y.mean({2, 3}, /*keepdim=*/true);
+    g = at::sigmoid(se_expand->forward(swish(se_reduce->forward(g))));
+    y = bn2->forward(project_conv->forward(y * g));
+    return x + y;
+  }
+  torch::nn::Conv2d expand_conv{nullptr}, depthwise_conv{nullptr}, se_reduce{nullptr}, se_expand{nullptr},
+      project_conv{nullptr};
+  torch::nn::BatchNorm2d bn0{nullptr}, bn1{nullptr}, bn2{nullptr};
+};
+TORCH_MODULE(MBConv);
+
+// x (B,C,H,W) ++ coordinates along H and W in [-1,1] ++ radius sqrt((x-.5)^2 + (y-.5)^2).
+at::Tensor add_coords(const at::Tensor& x) {
+  const int64_t B = x.size(0), H = x.size(2), W = x.size(3);
+  auto opt = x.options();
+  at::Tensor ys = at::linspace(-1.0, 1.0, H, opt).view({1, 1, H, 1}).expand({B, 1, H, W});
+  at::Tensor xs = at::linspace(-1.0, 1.0, W, opt).view({1, 1, 1, W}).expand({B, 1, H, W});
+  at::Tensor rr = ((ys - 0.5).square() + (xs - 0.5).square()).sqrt();
+  return at::cat({x, ys, xs, rr}, 1);
+}
+
+}  // namespace
+
+Fph::Fph(const ModelConfig& cfg) : out_(64 * cfg.dct_dim) {
+  using torch::nn::Conv2d;
+  using torch::nn::Conv2dOptions;
+  conv1 = register_module("conv1", torch::nn::Sequential(Conv2d(Conv2dOptions(21, 64, 3).padding(8).dilation(8)),
+                                                         bn(64, 1e-5), torch::nn::ReLU()));
+  conv2 = register_module(
+      "conv2", torch::nn::Sequential(Conv2d(Conv2dOptions(64, 16, 1).bias(false)), bn(16, 1e-5), torch::nn::ReLU()));
+  qt_embed = register_module("qt_embed", torch::nn::Embedding(64, 16));
+  conv0 = register_module("conv0", torch::nn::Sequential(Conv2d(Conv2dOptions(35, out_, 8).stride(8).bias(false)),
+                                                         bn(out_, 1e-5), torch::nn::ReLU()));
+  blocks = register_module("blocks", torch::nn::ModuleList());
+  for (int j = 0; j < 3; ++j) blocks->push_back(MBConv(out_));
+  init_conv_linear(*this);
+}
+
+at::Tensor Fph::forward(const at::Tensor& dct, const at::Tensor& qt) {
+  const int64_t B = dct.size(0), H = dct.size(1), W = dct.size(2);
+  // One-hot over 21 values (DTD's frozen identity embedding).
+  at::Tensor x = at::one_hot(dct, 21).to(at::kFloat).permute({0, 3, 1, 2});  // channels_last (B,21,H,W)
+  x = conv2->forward(conv1->forward(x));                                         // (B,16,H,W)
+  at::Tensor q = qt_embed->forward(qt.clamp(0, 63));                             // (B,64,16)
+  q = q.view({B, 8, 8, 16}).permute({0, 3, 1, 2}).reshape({B, 16, 1, 8, 1, 8});
+  at::Tensor xm = (x.reshape({B, 16, H / 8, 8, W / 8, 8}) * q).reshape({B, 16, H, W});
+  x = add_coords(at::cat({xm, x}, 1));  // 35 channels
+  x = conv0->forward(x.contiguous(at::MemoryFormat::ChannelsLast));
+  for (const auto& b : *blocks) x = b->as<MBConvImpl>()->forward(x);
+  return x;
+}
+
+}  // namespace diffnet::model

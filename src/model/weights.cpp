@@ -1,0 +1,96 @@
+// Model state and weights files (DESIGN §7): strict loading in the style of whisper.cpp's loader.
+#include <torch/torch.h>
+
+#include "diffnet/common.h"
+#include "diffnet/model.h"
+#include "diffnet/safetensors.h"
+#include "model/weights_check.h"
+
+namespace diffnet {
+
+namespace {
+
+std::map<std::string, at::Tensor> live_tensors(DiffNet& model) {
+  std::map<std::string, at::Tensor> out;
+  for (const auto& kv : model->named_parameters(/*recurse=*/true)) out[kv.key()] = kv.value();
+  for (const auto& kv : model->named_buffers(/*recurse=*/true)) out[kv.key()] = kv.value();
+  return out;
+}
+
+}  // namespace
+
+std::string shape_str(at::IntArrayRef s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+std::map<std::string, at::Tensor> model_state(DiffNet& model) {
+  std::map<std::string, at::Tensor> out;
+  for (auto& kv : live_tensors(model)) out[kv.first] = kv.second.detach().to(at::kCPU).contiguous();
+  return out;
+}
+
+void load_state_strict(const std::map<std::string, at::Tensor>& target, const std::map<std::string, at::Tensor>& src,
+                       const std::string& subject) {
+  // Check everything first so a bad file leaves the model untouched.
+  for (const auto& kv : src) {
+    auto it = target.find(kv.first);
+    if (it == target.end()) throw Error(subject, "unknown tensor '" + kv.first + "'");
+    if (kv.second.sizes() != it->second.sizes())
+      throw Error(subject, "tensor '" + kv.first + "' has wrong shape: got " + shape_str(kv.second.sizes()) +
+                               ", expected " + shape_str(it->second.sizes()));
+  }
+  std::vector<std::string> missing;
+  for (const auto& kv : target)
+    if (!src.count(kv.first)) missing.push_back(kv.first);
+  if (!missing.empty())
+    throw Error(subject, "missing tensor '" + missing[0] + "'" +
+                             (missing.size() > 1 ? " (and " + std::to_string(missing.size() - 1) + " more)" : ""));
+  torch::NoGradGuard no_grad;
+  for (const auto& kv : src) {
+    at::Tensor dst = target.at(kv.first);
+    dst.copy_(kv.second.to(dst.device()));  // copy_ converts dtype and keeps dst's memory format
+  }
+}
+
+void load_model_state(DiffNet& model, const std::map<std::string, at::Tensor>& tensors) {
+  load_state_strict(live_tensors(model), tensors, "weights");
+}
+
+void save_model(DiffNet& model, const std::string& path, at::ScalarType dtype,
+                const std::map<std::string, std::string>& extra_metadata) {
+  if (dtype != at::kFloat && dtype != at::kHalf && dtype != at::kBFloat16)
+    throw Error(path, "weights can be stored as float32, float16 or bfloat16 only");
+  std::map<std::string, at::Tensor> state = model_state(model);
+  for (auto& kv : state)
+    if (at::isFloatingType(kv.second.scalar_type())) kv.second = kv.second.to(dtype);
+  std::map<std::string, std::string> meta = extra_metadata;
+  meta["format"] = "diffnet";
+  meta["config"] = to_json(model->config()).dump();
+  save_safetensors(path, state, meta);
+}
+
+DiffNet load_model(const std::string& path, std::map<std::string, std::string>* metadata) {
+  SafeTensors st = load_safetensors(path);
+  auto fmt = st.metadata.find("format");
+  if (fmt == st.metadata.end() || fmt->second != "diffnet")
+    throw Error(path, "not a DiffNet weights file (no __metadata__ format = diffnet; for a timm ConvNeXt-V2 "
+                      "checkpoint use `diffnet convert --from timm`)");
+  auto cfg_it = st.metadata.find("config");
+  if (cfg_it == st.metadata.end()) throw Error(path, "weights file has no model config in its metadata");
+  ModelConfig cfg;
+  try {
+    cfg = model_config_from_json(nlohmann::json::parse(cfg_it->second));
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(path, std::string("invalid model config JSON: ") + e.what());
+  } catch (const Error& e) {
+    throw Error(path, e.what());
+  }
+  DiffNet model(cfg);
+  load_state_strict(live_tensors(model), st.tensors, path);
+  if (metadata) *metadata = st.metadata;
+  return model;
+}
+
+}  // namespace diffnet

@@ -1,0 +1,66 @@
+// diffnet bench: model throughput (inference / training step) or, with --op zero-sum, the filter-op benchmark.
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "diffnet/common.h"
+#include "model/model_bench.h"
+#ifdef DIFFNET_HAVE_ZERO_SUM_BENCH
+#include "diffnet/zero_sum_bench.h"
+#endif
+
+namespace diffnet::cli {
+namespace {
+
+struct BenchOptions {
+  ModelBenchOptions model;
+  std::string op;
+  std::string device = "cpu";
+  bool quick = false;
+};
+
+void run(BenchOptions& o) {
+  if (!o.op.empty()) {
+    if (o.op != "zero-sum") throw Error("bench", "--op must be 'zero-sum', got '" + o.op + "'");
+#ifdef DIFFNET_HAVE_ZERO_SUM_BENCH
+    ops::ZeroSumBenchOptions zo;
+    zo.json = o.model.json;
+    zo.iters = o.model.iters;
+    zo.device = o.device;
+    zo.quick = o.quick;
+    exit_code() = ops::run_zero_sum_bench(zo);
+    return;
+#else
+    throw Error("bench", "--op zero-sum: not built (the zero-sum benchmark is not part of this build)");
+#endif
+  }
+  exit_code() = run_model_bench(o.model);
+}
+
+Registrar reg("bench", [](CLI::App& app) {
+  auto o = std::make_shared<BenchOptions>();
+  auto& m = o->model;
+  CLI::App* sub = app.add_subcommand("bench", "Benchmark DiffNet inference or training steps (median after warm-up)");
+  sub->add_option("--preset", m.preset, "Model preset")->capture_default_str();
+  sub->add_option("--ablation", m.ablations, "Paper ablation(s) A0..A20 applied to the preset")->expected(1, -1);
+  sub->add_option("--size", m.size, "Square input side (multiple of 32)")->capture_default_str();
+  sub->add_option("--mode", m.mode, "infer (eval, no grad) | train (forward + loss + backward + AdamW step)")
+      ->capture_default_str();
+  sub->add_option("--batch", m.batch, "Batch size")->capture_default_str();
+  sub->add_option("--iters", m.iters, "Timed iterations (median reported)")->capture_default_str();
+  sub->add_option("--warmup", m.warmup, "Untimed warm-up iterations")->capture_default_str();
+  sub->add_option("--disc-impl", m.disc_impl, "Discrepancy implementation: dense | fused (default: the preset's)");
+  sub->add_option("--dtype", m.dtype, "f32 | bf16 (bf16: inference only, whole model converted)")
+      ->capture_default_str();
+  sub->add_flag("--json", m.json, "One JSON object instead of a text line");
+  sub->add_flag("--quiet", m.quiet, "No progress line");
+  sub->add_option("--op", o->op, "Benchmark an operator instead of the model: zero-sum");
+  sub->add_option("--device", o->device, "Device for --op (cpu | cuda)")->capture_default_str();
+  sub->add_flag("--quick", o->quick, "With --op: small shapes only");
+  sub->callback([o] { run(*o); });
+});
+
+}  // namespace
+}  // namespace diffnet::cli
