@@ -10,9 +10,15 @@ struct ZeroSumBenchOptions {
   int iters = 5;           // timed iterations per case (median reported), after 1 warm-up
   std::string device = "cpu";  // "cpu" | "cuda"
   bool quick = false;      // small shapes only (for tests)
+  std::string layout = "channels_last";  // input layout: "channels_last" (as in the model) | "nchw"
+  bool all_dense = false;  // time every dense LibTorch composition, one line each (how the best was picked)
 };
 
-// Runs the benchmark, printing to stdout. Returns 0.
+// Runs the benchmark, printing to stdout: with json one line per case and pass,
+//   {"case":..,"shape":[B,C,H,W],"pass":"fwd"|"fwd+bwd","dense_ms":..,"fused_ms":..,"speedup":..,
+//    "dense_variant":..,"device":..,"layout":..,"threads":..}
+// else a table. "fwd" runs without autograd; "fwd+bwd" computes all four gradients. Returns 0; throws
+// diffnet::Error for bad options (unknown device/layout, cuda without CUDA kernels or device).
 int run_zero_sum_bench(const ZeroSumBenchOptions& opt);
 
 }  // namespace diffnet::ops

@@ -1,0 +1,125 @@
+// `diffnet bench --op zero-sum`: dense (best LibTorch composition) vs fused, forward (no grad) and
+// forward+backward, on the four stage shapes of `base` (D = 256 at strides 4, 8, 16, 32) at 512 and 768,
+// B = 1 and 2. Median of `iters` timed runs after one warm-up.
+#include "diffnet/zero_sum_bench.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "diffnet/common.h"
+#include "diffnet/zero_sum.h"
+#include "ops/zero_sum/zero_sum_impl.h"
+
+namespace diffnet::ops {
+namespace {
+
+struct BenchCase {
+  std::string name;
+  int64_t B, C, H, W;
+};
+
+std::vector<BenchCase> bench_cases(bool quick) {
+  if (quick) return {{"quick-s8-B1", 1, 16, 32, 24}, {"quick-s32-B2", 2, 16, 8, 8}};
+  std::vector<BenchCase> cases;
+  for (int64_t size : {512, 768})
+    for (int64_t B : {1, 2})
+      for (int64_t stride : {4, 8, 16, 32})
+        cases.push_back({"base-" + std::to_string(size) + "-s" + std::to_string(stride) + "-B" + std::to_string(B), B,
+                         256, size / stride, size / stride});
+  return cases;
+}
+
+double median_ms(int iters, const at::Device& device, const std::function<void()>& fn) {
+  fn();  // warm-up
+  detail::device_synchronize(device);
+  std::vector<double> t;
+  for (int i = 0; i < iters; ++i) {
+    const double t0 = now_seconds();
+    fn();
+    detail::device_synchronize(device);
+    t.push_back((now_seconds() - t0) * 1e3);
+  }
+  std::sort(t.begin(), t.end());
+  return t.size() % 2 ? t[t.size() / 2] : 0.5 * (t[t.size() / 2 - 1] + t[t.size() / 2]);
+}
+
+}  // namespace
+
+int run_zero_sum_bench(const ZeroSumBenchOptions& opt) {
+  if (opt.iters < 1) throw Error("bench", "--iters must be >= 1");
+  if (opt.layout != "nchw" && opt.layout != "channels_last")
+    throw Error("bench", "layout must be nchw or channels_last, got '" + opt.layout + "'");
+  at::Device device(at::kCPU);
+  if (opt.device == "cuda") {
+    if (!zero_sum_cuda_available())
+      throw Error("bench", zero_sum_has_cuda() ? "no usable CUDA device" : "this build has no CUDA kernels");
+    device = at::Device(at::kCUDA, 0);
+  } else if (opt.device != "cpu") {
+    throw Error("bench", "device must be cpu or cuda, got '" + opt.device + "'");
+  }
+  const int64_t K = 7, M = 2, n_free = 1;
+  std::vector<std::string> variants = {detail::kDenseVariant};
+  if (opt.all_dense) variants = detail::dense_variants();
+  if (!opt.json)
+    std::printf("zero-sum K=%ld M=%ld, %s, %d threads, input %s, median of %d after 1 warm-up\n"
+                "%-18s %-20s %-8s %-16s %10s %10s %8s\n",
+                (long)K, (long)M, device.str().c_str(), at::get_num_threads(), opt.layout.c_str(), opt.iters,
+                "case", "shape", "pass", "dense variant", "dense ms", "fused ms", "speedup");
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(1234);
+  for (const BenchCase& bc : bench_cases(opt.quick)) {
+    auto fopt = at::TensorOptions().dtype(at::kFloat);
+    at::Tensor x = at::normal(0.0, 1.0, {bc.B, bc.C, bc.H, bc.W}, gen, fopt).to(device);
+    if (opt.layout == "channels_last") x = x.contiguous(at::MemoryFormat::ChannelsLast);
+    at::Tensor g = at::normal(0.0, 1.0, {bc.B, bc.C, bc.H, bc.W}, gen, fopt).to(device);
+    at::Tensor theta = at::normal(0.0, 0.02, {bc.C, M, K * K - 1}, gen, fopt).to(device);
+    at::Tensor weight = (at::rand({bc.C, M}, gen, fopt) - 0.5).to(device);
+    at::Tensor bias = at::zeros({bc.C}, fopt).to(device);
+    auto fwd = [&](const std::string& impl) -> std::function<void()> {
+      return [&, impl] {
+        at::NoGradGuard no_grad;
+        if (impl == "fused") zero_sum_fused(x, theta, weight, bias, n_free);
+        else detail::dense_from_kernels(x, zero_sum_kernels(theta, n_free), weight, bias, "abs", impl);
+      };
+    };
+    auto train = [&](const std::string& impl) -> std::function<void()> {
+      return [&, impl] {
+        at::Tensor xx = x.detach().requires_grad_(true), tt = theta.detach().requires_grad_(true),
+                   ww = weight.detach().requires_grad_(true), bb = bias.detach().requires_grad_(true);
+        at::Tensor out = impl == "fused" ? zero_sum_fused(xx, tt, ww, bb, n_free)
+                                         : detail::dense_from_kernels(xx, zero_sum_kernels(tt, n_free), ww, bb,
+                                                                      "abs", impl);
+        out.backward(g);
+      };
+    };
+    const char* passes[] = {"fwd", "fwd+bwd"};
+    for (int p = 0; p < 2; ++p) {
+      const double fused_ms = median_ms(opt.iters, device, p == 0 ? fwd("fused") : train("fused"));
+      for (const std::string& v : variants) {
+        const double dense_ms = median_ms(opt.iters, device, p == 0 ? fwd(v) : train(v));
+        const double speedup = dense_ms / fused_ms;
+        if (opt.json) {
+          std::printf("{\"case\":\"%s\",\"shape\":[%ld,%ld,%ld,%ld],\"pass\":\"%s\",\"dense_ms\":%.3f,"
+                      "\"fused_ms\":%.3f,\"speedup\":%.3f,\"dense_variant\":\"%s\",\"device\":\"%s\","
+                      "\"layout\":\"%s\",\"threads\":%d}\n",
+                      bc.name.c_str(), (long)bc.B, (long)bc.C, (long)bc.H, (long)bc.W, passes[p], dense_ms,
+                      fused_ms, speedup, v.c_str(), device.str().c_str(), opt.layout.c_str(), at::get_num_threads());
+        } else {
+          char shape[64];
+          std::snprintf(shape, sizeof(shape), "%ldx%ldx%ldx%ld", (long)bc.B, (long)bc.C, (long)bc.H, (long)bc.W);
+          std::printf("%-18s %-20s %-8s %-16s %10.2f %10.2f %7.2fx\n", bc.name.c_str(), shape, passes[p], v.c_str(),
+                      dense_ms, fused_ms, speedup);
+        }
+        std::fflush(stdout);
+      }
+    }
+  }
+  return 0;
+}
+
+}  // namespace diffnet::ops

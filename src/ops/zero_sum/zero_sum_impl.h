@@ -1,0 +1,67 @@
+// Internal pieces of the fused zero-sum operator shared by zero_sum.cpp, the autograd function and the
+// CUDA binding. Tensors here are plain (no autograd), on one device, one floating dtype.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <string>
+#include <vector>
+
+namespace diffnet::ops::detail {
+
+// Full kernels (C, M, K*K) from theta (C, M, K*K-1): a (free: theta, anchored: |theta|) at the
+// neighbours, -s = -sum(a) at the centre. s is computed once here, per call.
+at::Tensor full_kernels(const at::Tensor& theta, int64_t n_free);
+
+// Chain rule from the full-kernel gradient (C, M, K*K) to theta: da = dk[nb] - dk[centre];
+// dtheta = da (free) or da * sign(theta) (anchored, sign(0) = 0).
+at::Tensor theta_grad(const at::Tensor& dkern, const at::Tensor& theta, int64_t n_free);
+
+// Validates shapes/dtypes/devices of a fused call; throws diffnet::Error naming the problem.
+void check_fused_args(const at::Tensor& x, const at::Tensor& theta, const at::Tensor& weight,
+                      const at::Tensor& bias);
+
+// Forward on full kernels: x (B,C,H,W) any layout, kern (C,M,K*K), weight (C,M), bias (C), same dtype and
+// device. Returns (B,C,H,W) contiguous NCHW.
+at::Tensor fused_forward(const at::Tensor& x, const at::Tensor& kern, const at::Tensor& weight,
+                         const at::Tensor& bias);
+
+// Backward on full kernels: returns {dx (undefined unless need_dx), dkern (C,M,K*K), dweight, dbias}.
+std::vector<at::Tensor> fused_backward(const at::Tensor& x, const at::Tensor& grad, const at::Tensor& kern,
+                                       const at::Tensor& weight, bool need_dx);
+
+// out in the layout the caller's input suggests: channels_last when x is channels_last, else as is.
+at::Tensor restore_layout(const at::Tensor& out, const at::Tensor& x);
+
+// Per-channel projection of the responses v (B, C, M, H, W): sum_m weight[c,m] v[:,c,m] + bias[c].
+at::Tensor project(const at::Tensor& v, const at::Tensor& weight, const at::Tensor& bias);
+
+// Dense LibTorch compositions on materialised kernels (C, M, K, K) (zero_sum_dense.cpp):
+//   split_cl        reflect pad -> channels_last -> one depthwise conv per filter -> act -> w_m * v_m summed
+//   split           the same in NCHW
+//   repeat          reflect pad -> repeat each channel M times -> depthwise conv (C*M groups) -> act -> mul/sum
+//   repeat_cl       the same with the repeated input channels_last
+//   repeat_projconv repeat, projection as a grouped 1x1 conv
+//   multiplier      channel-multiplier depthwise conv (C -> C*M, groups C) -> act -> mul/sum
+std::vector<std::string> dense_variants();
+at::Tensor dense_from_kernels(const at::Tensor& x, const at::Tensor& kernels, const at::Tensor& weight,
+                              const at::Tensor& bias, const std::string& activation, const std::string& variant);
+// The composition zero_sum_dense uses (fastest on the 2-core CPU for forward+backward, docs/ops.md).
+inline constexpr const char* kDenseVariant = "split_cl";
+
+// Waits for queued device work (no-op on the CPU), for timing.
+void device_synchronize(const at::Device& device);
+
+#ifdef DIFFNET_WITH_CUDA
+// CUDA versions (cuda/zero_sum_cuda.cpp): same contracts, CUDA tensors, contiguous NCHW inputs.
+at::Tensor fused_forward_cuda(const at::Tensor& x, const at::Tensor& kern, const at::Tensor& weight,
+                              const at::Tensor& bias);
+std::vector<at::Tensor> fused_backward_cuda(const at::Tensor& x, const at::Tensor& grad,
+                                            const at::Tensor& kern, const at::Tensor& weight, bool need_dx);
+bool cuda_device_available();
+void cuda_synchronize();
+at::Tensor full_kernels_cuda(const at::Tensor& theta, int64_t n_free);
+at::Tensor theta_grad_cuda(const at::Tensor& dkern, const at::Tensor& theta, int64_t n_free);
+#endif
+
+}  // namespace diffnet::ops::detail
