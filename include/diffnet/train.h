@@ -1,0 +1,145 @@
+// Training (DESIGN §4, tdoc-protocol.md §3): focal loss, AdamW, warm-up + cosine schedule, gradient
+// accumulation, atomic checkpoints that resume exactly, run directory with config and JSONL log.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "diffnet/config.h"
+#include "diffnet/data.h"
+#include "diffnet/model.h"
+
+namespace diffnet {
+
+struct TrainConfig {
+  std::vector<std::string> data;  // dataset sources "PATH[:WEIGHT]" (see open_source)
+  int64_t size = 512;             // crop size R (multiple of 32)
+  int64_t batch = 8;              // samples per micro-batch
+  int64_t accum = 1;              // micro-batches per optimizer step (effective batch = batch * accum)
+  int64_t steps = 10000;          // optimizer steps
+  double lr = 1e-4;               // peak learning rate
+  int64_t warmup = 500;           // linear warm-up steps
+  double min_lr = 0.0;            // cosine floor
+  double weight_decay = 0.01;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  double pos_weight = 16.0;       // focal class weight of "tampered" (1 for "pristine")
+  double cls_weight = 0.1;        // weight of the image-level loss
+  double focal_gamma = 2.0;
+  uint64_t seed = 0;              // model init, data order, augmentation, drop path
+  int workers = 2;                // loader threads (does not change the results)
+  int prefetch = 2;               // batches prepared ahead
+  int64_t checkpoint_every = 1000;
+  int keep_checkpoints = 0;       // also keep checkpoints/step-N.safetensors for the last K (0: none)
+  int max_bad_steps = 5;          // abort after this many non-finite steps in a row
+  bool validate = true;           // header check of every file before training
+  std::string init;               // diffnet weights to start from (fine-tuning)
+  std::string init_backbone;      // timm/official ConvNeXt-V2 safetensors for the RGB backbone
+  AugmentConfig augment;
+};
+nlohmann::json to_json(const TrainConfig& cfg);
+// Missing fields keep their defaults (or those of `base`); unknown fields are an Error naming them.
+TrainConfig train_config_from_json(const nlohmann::json& j, const TrainConfig& base = {});
+// Throws Error naming the field for invalid values (size not a multiple of 32, non-positive steps...).
+void validate_train_config(const TrainConfig& cfg);
+
+// Focal loss: sum_i w_{y_i} (1 - p_{y_i})^gamma (-log p_{y_i}) / sum_i w_{y_i}, p = softmax over dim 1.
+// logits (N, C, ...) any float dtype (computed in fp32); target int64 (N, ...) in [0, C).
+at::Tensor focal_loss(const at::Tensor& logits, const at::Tensor& target, double gamma,
+                      const std::vector<double>& class_weights);
+
+struct LossParts {
+  at::Tensor total;  // seg + cls_weight * cls
+  at::Tensor seg, cls;
+};
+// DiffNet loss on a batch: pixel focal loss with weights [1, pos_weight] on mask (B, H, W), plus the
+// image focal loss (weights [1, 1]) whose target is "any tampered pixel in the crop".
+LossParts diffnet_loss(const DiffNetOutput& out, const at::Tensor& mask, const TrainConfig& cfg);
+
+// Learning rate of optimizer step `step` (0-based): lr * (step+1)/warmup during warm-up, then
+// min_lr + (lr - min_lr) * 0.5 * (1 + cos(pi * (step - warmup) / (steps - warmup))).
+double lr_at(const TrainConfig& cfg, int64_t step);
+
+// AdamW with PyTorch's semantics (decoupled decay p *= 1 - lr*wd, bias-corrected moments), written
+// out so its state is plain named tensors. Parameters without a gradient are skipped (their step
+// count does not advance), like torch.optim.
+class AdamW {
+ public:
+  struct Param {
+    std::string name;
+    at::Tensor value;
+    double weight_decay;
+  };
+  AdamW(std::vector<Param> params, double beta1, double beta2, double eps);
+  void step(double lr);
+  void zero_grad();
+  // "<name>.exp_avg", "<name>.exp_avg_sq", "<name>.step" (int64 (1)) for every parameter.
+  std::map<std::string, at::Tensor> state() const;
+  // Strict: every parameter's three tensors must be present with matching shapes (Error naming them).
+  void load_state(const std::map<std::string, at::Tensor>& state);
+  const std::vector<Param>& params() const { return params_; }
+
+ private:
+  std::vector<Param> params_;
+  std::vector<at::Tensor> exp_avg_, exp_avg_sq_;
+  std::vector<int64_t> steps_;
+  double beta1_, beta2_, eps_;
+};
+
+// The model's trainable parameters with their weight decay (cfg.weight_decay, or the model config's
+// filter_weight_decay for the discrepancy filters when >= 0).
+std::vector<AdamW::Param> optimizer_params(DiffNet& model, const TrainConfig& cfg);
+
+// What a checkpoint restores besides weights and optimizer state.
+struct TrainState {
+  int64_t step = 0;           // optimizer steps done
+  int64_t data_position = 0;  // samples consumed (= step * batch * accum)
+  nlohmann::json config;      // {"model": ModelConfig, "train": TrainConfig}
+};
+
+// Checkpoint file (safetensors): model.<name>, optim.<name>.{exp_avg,exp_avg_sq,step}, rng.cpu (the
+// default CPU generator: drop path), metadata {format: diffnet-checkpoint, step, data_position,
+// config, checksum}. Written atomically (temp file + rename).
+void save_checkpoint(const std::string& path, DiffNet& model, const AdamW& opt, const TrainState& state);
+// Reads and verifies a checkpoint (format, checksum, names, shapes); Error naming the file otherwise.
+struct CheckpointData {
+  TrainState state;
+  std::map<std::string, at::Tensor> model, optim;
+  at::Tensor rng_state;
+};
+CheckpointData read_checkpoint(const std::string& path);
+// Loads a read checkpoint into a model built from its config, the optimizer and the CPU generator.
+void restore_checkpoint(const CheckpointData& ck, DiffNet& model, AdamW& opt);
+
+struct TrainOptions {
+  std::string out;          // run directory
+  bool resume = false;      // continue from out/checkpoints/last.safetensors with its saved config
+  int64_t stop_after = 0;   // stop after this many steps in this invocation (0: run to cfg.steps)
+  int workers = -1;         // override the loader threads (e.g. on resume); -1: keep the config's
+  bool quiet = false;       // no progress line
+  bool export_fp16 = false; // also write model-fp16.safetensors
+  double log_interval_s = 10.0;  // progress line interval when stderr is not a terminal
+};
+
+struct TrainSummary {
+  int64_t start_step = 0, end_step = 0;
+  double last_loss = 0;
+  double images_per_second = 0;
+  double data_wait_share = 0;  // share of wall time the trainer waited for batches
+  int64_t bad_samples = 0;     // unreadable samples replaced
+  int64_t skipped_steps = 0;   // non-finite steps skipped
+  std::string model_path;      // final weights (written when end_step == cfg.steps)
+};
+
+// Trains in the run directory. Run layout: config.json, log.jsonl, checkpoints/last.safetensors
+// (+ step-N copies), model.safetensors at the end (fp32, diffnet::load_model).
+TrainSummary run_training(const TrainConfig& cfg, const ModelConfig& model_cfg, const TrainOptions& opt);
+
+}  // namespace diffnet

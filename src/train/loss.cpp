@@ -1,0 +1,39 @@
+// Focal loss (tdoc-protocol.md §3) and the learning-rate schedule.
+#include <cmath>
+
+#include "diffnet/common.h"
+#include "diffnet/train.h"
+
+namespace diffnet {
+
+at::Tensor focal_loss(const at::Tensor& logits, const at::Tensor& target, double gamma,
+                      const std::vector<double>& class_weights) {
+  if (logits.dim() < 2 || static_cast<size_t>(logits.size(1)) != class_weights.size())
+    throw Error("focal_loss", "logits must be (N, C, ...) with one weight per class");
+  at::Tensor logp_all = at::log_softmax(logits.to(at::kFloat), 1);
+  at::Tensor t = target.to(at::kLong).unsqueeze(1);
+  at::Tensor logp = logp_all.gather(1, t).squeeze(1);
+  at::Tensor p = logp.exp();
+  at::Tensor w = at::tensor(class_weights, logp.options()).index_select(0, t.squeeze(1).flatten()).view_as(logp);
+  at::Tensor focal = gamma == 0.0 ? -logp : -(1.0 - p).pow(gamma) * logp;
+  return (w * focal).sum() / w.sum();
+}
+
+LossParts diffnet_loss(const DiffNetOutput& out, const at::Tensor& mask, const TrainConfig& cfg) {
+  at::Tensor target = mask.to(at::kLong);
+  LossParts l;
+  l.seg = focal_loss(out.seg_logits, target, cfg.focal_gamma, {1.0, cfg.pos_weight});
+  at::Tensor label = target.flatten(1).amax(1);
+  l.cls = focal_loss(out.cls_logits, label, cfg.focal_gamma, {1.0, 1.0});
+  l.total = l.seg + cfg.cls_weight * l.cls;
+  return l;
+}
+
+double lr_at(const TrainConfig& cfg, int64_t step) {
+  if (step < cfg.warmup) return cfg.lr * static_cast<double>(step + 1) / static_cast<double>(cfg.warmup);
+  int64_t span = std::max<int64_t>(cfg.steps - cfg.warmup, 1);
+  double t = std::min(1.0, static_cast<double>(step - cfg.warmup) / static_cast<double>(span));
+  return cfg.min_lr + (cfg.lr - cfg.min_lr) * 0.5 * (1.0 + std::cos(M_PI * t));
+}
+
+}  // namespace diffnet

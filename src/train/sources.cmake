@@ -1,0 +1,9 @@
+# Module `train`: loss, schedule, AdamW, checkpoints, the training loop and `diffnet train`.
+add_library(diffnet_train STATIC
+  ${CMAKE_CURRENT_LIST_DIR}/train_config.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/loss.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/adamw.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/checkpoint.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/trainer.cpp)
+target_link_libraries(diffnet_train PUBLIC diffnet_data diffnet_model)
+set_property(GLOBAL APPEND PROPERTY DIFFNET_CLI_SOURCES ${PROJECT_SOURCE_DIR}/tools/diffnet/cmd_train.cpp)

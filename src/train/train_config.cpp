@@ -1,0 +1,100 @@
+// TrainConfig <-> JSON and validation.
+#include <cmath>
+
+#include "diffnet/common.h"
+#include "diffnet/train.h"
+
+namespace diffnet {
+namespace {
+
+constexpr const char* kSubject = "train config";
+
+template <class C, class F>
+void visit_fields(C& c, F&& f) {
+  f("data", c.data);
+  f("size", c.size);
+  f("batch", c.batch);
+  f("accum", c.accum);
+  f("steps", c.steps);
+  f("lr", c.lr);
+  f("warmup", c.warmup);
+  f("min_lr", c.min_lr);
+  f("weight_decay", c.weight_decay);
+  f("beta1", c.beta1);
+  f("beta2", c.beta2);
+  f("eps", c.eps);
+  f("pos_weight", c.pos_weight);
+  f("cls_weight", c.cls_weight);
+  f("focal_gamma", c.focal_gamma);
+  f("seed", c.seed);
+  f("workers", c.workers);
+  f("prefetch", c.prefetch);
+  f("checkpoint_every", c.checkpoint_every);
+  f("keep_checkpoints", c.keep_checkpoints);
+  f("max_bad_steps", c.max_bad_steps);
+  f("validate", c.validate);
+  f("init", c.init);
+  f("init_backbone", c.init_backbone);
+}
+
+}  // namespace
+
+nlohmann::json to_json(const TrainConfig& cfg) {
+  nlohmann::json j = nlohmann::json::object();
+  visit_fields(cfg, [&](const char* name, const auto& v) { j[name] = v; });
+  j["augment"] = to_json(cfg.augment);
+  return j;
+}
+
+TrainConfig train_config_from_json(const nlohmann::json& j, const TrainConfig& base) {
+  if (!j.is_object()) throw Error(kSubject, "expected a JSON object");
+  TrainConfig cfg = base;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (it.key() == "augment") {
+      // Start from the base's augmentation so a partial object only changes what it names.
+      nlohmann::json merged = to_json(base.augment);
+      if (!it.value().is_object()) throw Error(kSubject, "field 'augment' must be an object");
+      for (auto a = it.value().begin(); a != it.value().end(); ++a) merged[a.key()] = a.value();
+      cfg.augment = augment_config_from_json(merged);
+      continue;
+    }
+    bool found = false;
+    visit_fields(cfg, [&](const char* name, auto& v) {
+      if (it.key() != name) return;
+      found = true;
+      try {
+        v = it.value().get<std::decay_t<decltype(v)>>();
+      } catch (const std::exception&) {
+        throw Error(kSubject, std::string("field '") + name + "' has the wrong type");
+      }
+    });
+    if (!found) throw Error(kSubject, "unknown field '" + it.key() + "'");
+  }
+  return cfg;
+}
+
+void validate_train_config(const TrainConfig& c) {
+  auto bad = [](const std::string& field, const std::string& why) { throw Error(kSubject, field + " " + why); };
+  if (c.size <= 0 || c.size % 32 != 0) bad("size", "must be a positive multiple of 32, got " + std::to_string(c.size));
+  if (c.batch <= 0) bad("batch", "must be positive");
+  if (c.accum <= 0) bad("accum", "must be positive");
+  if (c.steps <= 0) bad("steps", "must be positive");
+  if (c.warmup < 0) bad("warmup", "must be >= 0");
+  if (!(c.lr > 0) || !std::isfinite(c.lr)) bad("lr", "must be a positive number");
+  if (!(c.min_lr >= 0) || c.min_lr > c.lr) bad("min_lr", "must be in [0, lr]");
+  if (!(c.weight_decay >= 0)) bad("weight_decay", "must be >= 0");
+  if (!(c.beta1 >= 0 && c.beta1 < 1) || !(c.beta2 >= 0 && c.beta2 < 1)) bad("beta1/beta2", "must be in [0, 1)");
+  if (!(c.eps > 0)) bad("eps", "must be positive");
+  if (!(c.pos_weight > 0)) bad("pos_weight", "must be positive");
+  if (!(c.cls_weight >= 0)) bad("cls_weight", "must be >= 0");
+  if (!(c.focal_gamma >= 0)) bad("focal_gamma", "must be >= 0");
+  if (c.workers < 0) bad("workers", "must be >= 0");
+  if (c.prefetch < 0) bad("prefetch", "must be >= 0");
+  if (c.checkpoint_every <= 0) bad("checkpoint_every", "must be positive");
+  if (c.keep_checkpoints < 0) bad("keep_checkpoints", "must be >= 0");
+  if (c.max_bad_steps <= 0) bad("max_bad_steps", "must be positive");
+  if (c.data.empty()) bad("data", "needs at least one dataset (--data)");
+  if (!(c.augment.prob_disable >= 0 && c.augment.prob_disable <= 1)) bad("augment.prob_disable", "must be in [0, 1]");
+}
+
+}  // namespace diffnet

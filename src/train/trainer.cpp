@@ -1,0 +1,244 @@
+// The training loop: run directory, data, model, optimizer, checkpoints, progress and JSONL log.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "diffnet/common.h"
+#include "diffnet/safetensors.h"
+#include "diffnet/train.h"
+
+namespace diffnet {
+namespace fs = std::filesystem;
+namespace {
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+// Keeps the log lines of steps <= `step` (a resumed run rewrites what came after its checkpoint).
+void truncate_log(const std::string& path, int64_t step) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return;
+  std::ifstream in(path);
+  std::string line, kept;
+  while (std::getline(in, line)) {
+    try {
+      auto j = nlohmann::json::parse(line);
+      if (j.value("step", int64_t{-1}) <= step) kept += line + "\n";
+    } catch (const std::exception&) {
+      // a line cut by a kill: drop it
+    }
+  }
+  write_file_atomic(path, kept.data(), kept.size());
+}
+
+// Hard-links last.safetensors as step-N.safetensors and removes the oldest beyond `keep`.
+void keep_step_copy(const std::string& dir, const std::string& last, int64_t step, int keep) {
+  if (keep <= 0) return;
+  std::string copy = dir + "/step-" + std::to_string(step) + ".safetensors";
+  std::error_code ec;
+  fs::remove(copy, ec);
+  fs::create_hard_link(last, copy, ec);
+  if (ec) fs::copy_file(last, copy, fs::copy_options::overwrite_existing, ec);
+  std::vector<std::pair<int64_t, std::string>> copies;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    std::string name = e.path().filename().string();
+    if (name.rfind("step-", 0) == 0 && file_extension(name) == ".safetensors") {
+      try {
+        copies.emplace_back(std::stoll(name.substr(5)), e.path().string());
+      } catch (const std::exception&) {
+      }
+    }
+  }
+  std::sort(copies.begin(), copies.end());
+  for (size_t i = 0; i + static_cast<size_t>(keep) < copies.size(); ++i) fs::remove(copies[i].second, ec);
+}
+
+double grad_sq_norm(const AdamW& opt) {
+  double total = 0;
+  for (const auto& p : opt.params()) {
+    const at::Tensor& g = p.value.grad();
+    if (g.defined()) total += g.to(at::kDouble).square().sum().item<double>();
+  }
+  return total;
+}
+
+}  // namespace
+
+std::vector<AdamW::Param> optimizer_params(DiffNet& model, const TrainConfig& cfg) {
+  std::vector<AdamW::Param> params;
+  const double filter_wd = model->config().filter_weight_decay;
+  for (const auto& item : model->named_parameters(true)) {
+    if (!item.value().requires_grad()) continue;
+    const std::string& name = item.key();
+    bool is_filter = name.rfind("disc.", 0) == 0 && name.size() > 6 && name.compare(name.size() - 6, 6, ".theta") == 0;
+    params.push_back({name, item.value(), is_filter && filter_wd >= 0 ? filter_wd : cfg.weight_decay});
+  }
+  return params;
+}
+
+TrainSummary run_training(const TrainConfig& cfg_in, const ModelConfig& mcfg_in, const TrainOptions& opt) {
+  if (opt.out.empty()) throw Error("train", "--out RUN_DIR is required");
+  const std::string ck_dir = opt.out + "/checkpoints", ck_path = ck_dir + "/last.safetensors";
+  TrainConfig cfg = cfg_in;
+  ModelConfig mcfg = mcfg_in;
+  CheckpointData ck;
+  std::error_code ec;
+  if (opt.resume) {
+    if (!fs::exists(ck_path, ec)) throw Error(ck_path, "no checkpoint to resume from");
+    ck = read_checkpoint(ck_path);
+    cfg = train_config_from_json(ck.state.config.at("train"));
+    mcfg = model_config_from_json(ck.state.config.at("model"));
+  } else if (fs::exists(ck_path, ec)) {
+    throw Error(opt.out, "already holds a run (checkpoints/last.safetensors): use --resume or another --out");
+  }
+  if (opt.workers >= 0) cfg.workers = opt.workers;
+  validate_train_config(cfg);
+  mcfg.validate();
+  make_dirs(ck_dir);
+
+  // Data.
+  std::vector<DataSource> sources;
+  for (const auto& spec : cfg.data) {
+    sources.push_back(open_source(spec));
+    if (cfg.validate && !opt.resume) validate_dataset(sources.back().items, !opt.quiet);
+    if (!opt.quiet)
+      std::fprintf(stderr, "data: %s  %zu images  weight %g\n", sources.back().path.c_str(),
+                   sources.back().items.size(), sources.back().weight);
+  }
+
+  // Model and optimizer (the seed fixes the initialisation).
+  torch::manual_seed(cfg.seed);
+  DiffNet model(mcfg);
+  if (!opt.resume) {
+    if (!cfg.init.empty()) load_model_state(model, load_safetensors(cfg.init).tensors);
+    if (!cfg.init_backbone.empty()) {
+      int64_t n = import_convnextv2(model, cfg.init_backbone);
+      if (!opt.quiet) std::fprintf(stderr, "init: %lld backbone tensors from %s\n", static_cast<long long>(n),
+                                   cfg.init_backbone.c_str());
+    }
+  }
+  AdamW optim(optimizer_params(model, cfg), cfg.beta1, cfg.beta2, cfg.eps);
+  TrainState state;
+  state.config = {{"model", to_json(mcfg)}, {"train", to_json(cfg)}};
+  if (opt.resume) {
+    restore_checkpoint(ck, model, optim);
+    state.step = ck.state.step;
+    state.data_position = ck.state.data_position;
+    if (!opt.quiet) std::fprintf(stderr, "resume: step %lld from %s\n", static_cast<long long>(state.step), ck_path.c_str());
+  }
+  {
+    std::string text = state.config.dump(2) + "\n";
+    write_file_atomic(opt.out + "/config.json", text.data(), text.size());
+  }
+  const std::string log_path = opt.out + "/log.jsonl";
+  if (opt.resume)
+    truncate_log(log_path, state.step);
+  else
+    write_file_atomic(log_path, "", 0);
+  std::ofstream log(log_path, std::ios::app);
+  if (!log) throw Error(log_path, "cannot open for writing");
+
+  LoaderConfig lcfg;
+  lcfg.size = cfg.size;
+  lcfg.batch = cfg.batch;
+  lcfg.seed = cfg.seed;
+  lcfg.workers = cfg.workers;
+  lcfg.prefetch_batches = cfg.prefetch;
+  lcfg.augment = cfg.augment;
+  lcfg.quiet = opt.quiet;
+  DataLoader loader(std::move(sources), lcfg, state.data_position);
+
+  TrainSummary sum;
+  sum.start_step = state.step;
+  const int64_t end = opt.stop_after > 0 ? std::min(cfg.steps, state.step + opt.stop_after) : cfg.steps;
+  Progress bar("train", end - state.step, opt.quiet, opt.log_interval_s);
+  model->train();
+  const double t_begin = now_seconds();
+  double wait_total = 0, wait_window = 0, time_window = 0;
+  int bad_in_row = 0;
+  while (state.step < end) {
+    const double t0 = now_seconds();
+    const double wait0 = loader.stats().wait_seconds;
+    double loss = 0, seg = 0, cls = 0;
+    bool finite = true;
+    for (int64_t a = 0; a < cfg.accum; ++a) {
+      Batch b = loader.next_batch();
+      DiffNetOutput out = model->forward(normalize_rgb(b.rgb), b.dct, b.qt);
+      LossParts lp = diffnet_loss(out, b.mask, cfg);
+      double lv = lp.total.item<double>();
+      if (!std::isfinite(lv)) {
+        finite = false;
+        continue;  // keep consuming the step's data so positions stay aligned
+      }
+      (lp.total / static_cast<double>(cfg.accum)).backward();
+      loss += lv / cfg.accum;
+      seg += lp.seg.item<double>() / cfg.accum;
+      cls += lp.cls.item<double>() / cfg.accum;
+    }
+    double gnorm = finite ? std::sqrt(grad_sq_norm(optim)) : NAN;
+    if (!std::isfinite(gnorm)) finite = false;
+    const double lr = lr_at(cfg, state.step);
+    if (finite) {
+      optim.step(lr);
+      bad_in_row = 0;
+    } else {
+      ++sum.skipped_steps;
+      ++bad_in_row;
+      std::fprintf(stderr, "\nwarning: step %lld: non-finite loss or gradient, update skipped (%d in a row)\n",
+                   static_cast<long long>(state.step + 1), bad_in_row);
+      if (bad_in_row >= cfg.max_bad_steps)
+        throw Error("training", "loss or gradients not finite for " + std::to_string(bad_in_row) +
+                                    " steps in a row (at step " + std::to_string(state.step + 1) +
+                                    "): lower --lr or check the data; the last checkpoint is intact");
+    }
+    optim.zero_grad();
+    ++state.step;
+    state.data_position = loader.position();
+
+    const double dt = now_seconds() - t0, wait = loader.stats().wait_seconds - wait0;
+    wait_total += wait;
+    wait_window += wait;
+    time_window += dt;
+    const double ips = static_cast<double>(cfg.batch * cfg.accum) / std::max(dt, 1e-9);
+    nlohmann::json rec = {{"step", state.step},       {"loss", finite ? loss : NAN}, {"seg_loss", seg},
+                          {"cls_loss", cls},          {"lr", lr},                    {"grad_norm", gnorm},
+                          {"images_per_s", ips},      {"data_wait", dt > 0 ? wait / dt : 0.0},
+                          {"time", now_seconds() - t_begin}};
+    if (!finite) rec["loss"] = nullptr;
+    log << rec.dump() << "\n";
+    log.flush();
+    sum.last_loss = loss;
+    bar.step(1, "step " + std::to_string(state.step) + "/" + std::to_string(cfg.steps) + "  loss " +
+                    fmt("%.4f", loss) + "  lr " + fmt("%.2e", lr) + "  " + fmt("%.2f", ips) + " img/s  wait " +
+                    fmt("%.0f%%", 100.0 * wait_window / std::max(time_window, 1e-9)));
+    if (time_window > 30) wait_window = time_window = 0;
+
+    if (state.step % cfg.checkpoint_every == 0 || state.step == end) {
+      save_checkpoint(ck_path, model, optim, state);
+      keep_step_copy(ck_dir, ck_path, state.step, cfg.keep_checkpoints);
+    }
+  }
+  bar.finish("loss " + fmt("%.4f", sum.last_loss));
+  const double wall = now_seconds() - t_begin;
+  LoaderStats ls = loader.stats();
+  sum.end_step = state.step;
+  sum.images_per_second = wall > 0 ? static_cast<double>((sum.end_step - sum.start_step) * cfg.batch * cfg.accum) / wall : 0;
+  sum.data_wait_share = wall > 0 ? wait_total / wall : 0;
+  sum.bad_samples = ls.bad_samples;
+  if (state.step == cfg.steps) {
+    sum.model_path = opt.out + "/model.safetensors";
+    std::map<std::string, std::string> meta = {{"train_steps", std::to_string(state.step)},
+                                               {"train_config", to_json(cfg).dump()}};
+    save_model(model, sum.model_path, at::kFloat, meta);
+    if (opt.export_fp16) save_model(model, opt.out + "/model-fp16.safetensors", at::kHalf, meta);
+  }
+  return sum;
+}
+
+}  // namespace diffnet

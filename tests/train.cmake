@@ -1,0 +1,1 @@
+diffnet_test(train SOURCES test_train.cpp LIBS diffnet_train)

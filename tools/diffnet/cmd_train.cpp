@@ -1,0 +1,150 @@
+// diffnet train: train DiffNet on one or more datasets (folders, DocTamper LMDB, list files).
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "diffnet/common.h"
+#include "diffnet/train.h"
+
+namespace diffnet::cli {
+namespace {
+
+struct TrainArgs {
+  std::string config_file, preset;
+  std::vector<std::string> ablations;
+  std::string disc_impl;
+  double drop_path = 0;
+  TrainConfig t;
+  TrainOptions o;
+  bool no_augment = false, dct_from_pixels = false, no_validate = false, print_config = false;
+  double prob_disable = 0;
+};
+
+// Model config: preset (flag, else config file, else atto), then the file's "model" fields, then the
+// file's and the flags' ablations, then --disc-impl / --drop-path.
+ModelConfig build_model_config(const TrainArgs& a, const nlohmann::json& file, CLI::App& cmd) {
+  std::string preset = a.preset;
+  if (preset.empty() && file.contains("preset")) preset = file.at("preset").get<std::string>();
+  if (preset.empty()) preset = "atto";
+  ModelConfig m = model_preset(preset);
+  if (file.contains("model")) {
+    nlohmann::json merged = to_json(m);
+    for (auto it = file.at("model").begin(); it != file.at("model").end(); ++it) merged[it.key()] = it.value();
+    m = model_config_from_json(merged);
+  }
+  if (file.contains("ablations"))
+    for (const auto& id : file.at("ablations")) apply_ablation(m, id.get<std::string>());
+  for (const auto& id : a.ablations) apply_ablation(m, id);
+  if (cmd.count("--disc-impl")) m.disc_impl = a.disc_impl;
+  if (cmd.count("--drop-path")) m.drop_path_rate = a.drop_path;
+  m.validate();
+  return m;
+}
+
+void run(TrainArgs& a, CLI::App& cmd) {
+  nlohmann::json file = nlohmann::json::object();
+  if (!a.config_file.empty()) {
+    auto bytes = read_file(a.config_file);
+    try {
+      file = nlohmann::json::parse(bytes.begin(), bytes.end());
+    } catch (const std::exception& e) {
+      throw Error(a.config_file, std::string("invalid JSON: ") + e.what());
+    }
+    if (!file.is_object()) throw Error(a.config_file, "expected a JSON object");
+    for (auto it = file.begin(); it != file.end(); ++it)
+      if (it.key() != "preset" && it.key() != "model" && it.key() != "ablations" && it.key() != "train")
+        throw Error(a.config_file, "unknown top-level field '" + it.key() + "' (preset, model, ablations, train)");
+  }
+  // Training config: defaults < file's "train" < flags.
+  TrainConfig t;
+  if (file.contains("train")) t = train_config_from_json(file.at("train"));
+  auto flag = [&](const char* name, auto& dst, const auto& src) {
+    if (cmd.count(name)) dst = src;
+  };
+  flag("--data", t.data, a.t.data);
+  flag("--size", t.size, a.t.size);
+  flag("--batch", t.batch, a.t.batch);
+  flag("--accum", t.accum, a.t.accum);
+  flag("--steps", t.steps, a.t.steps);
+  flag("--lr", t.lr, a.t.lr);
+  flag("--min-lr", t.min_lr, a.t.min_lr);
+  flag("--warmup", t.warmup, a.t.warmup);
+  flag("--weight-decay", t.weight_decay, a.t.weight_decay);
+  flag("--pos-weight", t.pos_weight, a.t.pos_weight);
+  flag("--cls-weight", t.cls_weight, a.t.cls_weight);
+  flag("--seed", t.seed, a.t.seed);
+  flag("--workers", t.workers, a.t.workers);
+  flag("--prefetch", t.prefetch, a.t.prefetch);
+  flag("--checkpoint-every", t.checkpoint_every, a.t.checkpoint_every);
+  flag("--keep-checkpoints", t.keep_checkpoints, a.t.keep_checkpoints);
+  flag("--init", t.init, a.t.init);
+  flag("--init-backbone", t.init_backbone, a.t.init_backbone);
+  flag("--prob-disable", t.augment.prob_disable, a.prob_disable);
+  if (a.no_augment) t.augment.enabled = false;
+  if (a.dct_from_pixels) t.augment.dct_from_file = false;
+  if (a.no_validate) t.validate = false;
+  ModelConfig m = build_model_config(a, file, cmd);
+  if (a.print_config) {
+    nlohmann::json j = {{"model", to_json(m)}, {"train", to_json(t)}};
+    std::printf("%s\n", j.dump(2).c_str());
+    return;
+  }
+  if (!a.o.resume) validate_train_config(t);
+  if (cmd.count("--workers")) a.o.workers = a.t.workers;
+  TrainSummary s = run_training(t, m, a.o);
+  std::fprintf(stderr,
+               "done: steps %lld-%lld  %.2f img/s  data wait %.1f%%  skipped steps %lld  bad samples %lld%s%s\n",
+               static_cast<long long>(s.start_step), static_cast<long long>(s.end_step), s.images_per_second,
+               100.0 * s.data_wait_share, static_cast<long long>(s.skipped_steps),
+               static_cast<long long>(s.bad_samples), s.model_path.empty() ? "" : "  weights ",
+               s.model_path.c_str());
+}
+
+const Registrar reg("train", [](CLI::App& app) {
+  auto a = std::make_shared<TrainArgs>();
+  CLI::App* cmd = app.add_subcommand("train", "Train DiffNet (focal loss, AdamW, warm-up + cosine, TDoc augmentation)");
+  cmd->add_option("--data", a->t.data,
+                  "Dataset PATH[:WEIGHT] (images/+masks/ folder, DocTamper LMDB dir, or list file); repeatable")
+      ->type_name("SPEC");
+  cmd->add_option("-o,--out", a->o.out, "Run directory (config.json, log.jsonl, checkpoints/, model.safetensors)")
+      ->required();
+  cmd->add_option("--config", a->config_file, "JSON config {preset, model, ablations, train}; flags override it");
+  cmd->add_option("--preset", a->preset, "Model preset: atto|tiny|base|nano|femto|pico (default atto)");
+  cmd->add_option("--ablation", a->ablations, "Paper ablation A0..A20 (repeatable)");
+  cmd->add_option("--disc-impl", a->disc_impl, "Discrepancy implementation: dense|fused");
+  cmd->add_option("--drop-path", a->drop_path, "Stochastic depth rate of the backbone");
+  cmd->add_option("--size", a->t.size, "Crop size, multiple of 32")->capture_default_str();
+  cmd->add_option("--batch", a->t.batch, "Samples per micro-batch")->capture_default_str();
+  cmd->add_option("--accum", a->t.accum, "Micro-batches per optimizer step")->capture_default_str();
+  cmd->add_option("--steps", a->t.steps, "Optimizer steps")->capture_default_str();
+  cmd->add_option("--lr", a->t.lr, "Peak learning rate")->capture_default_str();
+  cmd->add_option("--min-lr", a->t.min_lr, "Cosine floor")->capture_default_str();
+  cmd->add_option("--warmup", a->t.warmup, "Linear warm-up steps")->capture_default_str();
+  cmd->add_option("--weight-decay", a->t.weight_decay, "AdamW weight decay")->capture_default_str();
+  cmd->add_option("--pos-weight", a->t.pos_weight, "Focal class weight of tampered pixels")->capture_default_str();
+  cmd->add_option("--cls-weight", a->t.cls_weight, "Weight of the image-level loss")->capture_default_str();
+  cmd->add_option("--seed", a->t.seed, "Seed of init, data order, augmentation, drop path")->capture_default_str();
+  cmd->add_option("--workers", a->t.workers, "Data loader threads (0: load on the training thread)")
+      ->capture_default_str();
+  cmd->add_option("--prefetch", a->t.prefetch, "Batches prepared ahead")->capture_default_str();
+  cmd->add_option("--checkpoint-every", a->t.checkpoint_every, "Checkpoint interval in steps")->capture_default_str();
+  cmd->add_option("--keep-checkpoints", a->t.keep_checkpoints, "Also keep step-N copies of the last K checkpoints")
+      ->capture_default_str();
+  cmd->add_option("--init", a->t.init, "Start from these diffnet weights (fine-tuning)");
+  cmd->add_option("--init-backbone", a->t.init_backbone, "ConvNeXt-V2 safetensors (timm) for the RGB backbone");
+  cmd->add_option("--prob-disable", a->prob_disable, "Per-sample probability of no augmentation (fine-tuning: 0.5)");
+  cmd->add_flag("--no-augment", a->no_augment, "No augmentation and no recompression");
+  cmd->add_flag("--dct-from-pixels", a->dct_from_pixels,
+                "Non-augmented JPEG samples: recompute the DCT from pixels (default: read it from the file)");
+  cmd->add_flag("--no-validate", a->no_validate, "Skip the up-front header check of every file");
+  cmd->add_flag("--resume", a->o.resume, "Continue the run in --out from its last checkpoint (its saved config)");
+  cmd->add_option("--stop-after", a->o.stop_after, "Stop after N steps in this invocation (checkpointed)");
+  cmd->add_flag("--export-fp16", a->o.export_fp16, "Also write model-fp16.safetensors at the end");
+  cmd->add_flag("-q,--quiet", a->o.quiet, "No progress output");
+  cmd->add_flag("--print-config", a->print_config, "Print the effective config and exit");
+  cmd->callback([a, cmd] { run(*a, *cmd); });
+});
+
+}  // namespace
+}  // namespace diffnet::cli
