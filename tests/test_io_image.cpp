@@ -188,6 +188,8 @@ TEST(IoImage, PngDecodeMatchesImageMagick) {
   EXPECT_EQ(read_image_info(io("grad16.png")).bit_depth, 16);
   EXPECT_EQ(read_image_info(io("palette.png")).color_space, "palette");
   EXPECT_EQ(read_image_info(io("mono.png")).bit_depth, 1);
+  EXPECT_EQ(read_image_info(io("small.png")).color_space, "rgb");
+  EXPECT_EQ(read_image_info(io("interlaced.png")).color_space, "rgb");
 }
 
 // A hand-assembled 16-bit PNG (gray or gray+alpha), one row.
@@ -351,6 +353,23 @@ TEST(IoImage, BadInputGivesOneLineErrors) {
   for (size_t i = corrupt.size() / 2; i < corrupt.size() / 2 + 40; i += 2) corrupt[i] = 0xFF, corrupt[i + 1] = 0xD3;
   const std::string cj = testutil::write_temp_bytes("io-bad", "corrupt.jpg", corrupt);
   expect_error([&] { decode_image(cj); }, "corrupt.jpg", "Corrupt JPEG data");
+  // Stray bytes between header markers or just before EOI are harmless (libjpeg warns; we accept);
+  // a missing EOI is a truncated file.
+  auto at_marker = [&](uint8_t m) {
+    for (size_t i = 2; i + 1 < jpeg.size(); ++i)
+      if (jpeg[i] == 0xFF && jpeg[i + 1] == m) return i;
+    return size_t(0);
+  };
+  const at::Tensor clean = decode_image_bytes(jpeg, "clean");
+  for (uint8_t m : {uint8_t(0xDB), uint8_t(0xD9)}) {
+    size_t at = m == 0xD9 ? jpeg.size() - 2 : at_marker(m);
+    ASSERT_GT(at, 0u);
+    auto stray = jpeg;
+    stray.insert(stray.begin() + static_cast<std::ptrdiff_t>(at), {0x00, 0x01, 0x02});
+    EXPECT_TRUE(at::equal(decode_image_bytes(stray, "stray"), clean)) << int(m);
+  }
+  const std::vector<uint8_t> no_eoi(jpeg.begin(), jpeg.end() - 2);
+  expect_error([&] { decode_image_bytes(no_eoi, "noeoi.jpg"); }, "noeoi.jpg", "Premature end");
   // A PNG has no coefficients.
   expect_error([] { read_jpeg_coefficients(io("small.png")); }, "small.png", "not a JPEG");
 }

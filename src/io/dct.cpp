@@ -124,6 +124,8 @@ at::Tensor pixel_dct(const at::Tensor& rgb, const at::Tensor& qt) {
     if (v < 1) throw Error("pixel_dct", "quantization table entries must be >= 1");
     qd[i] = static_cast<double>(v);
   }
+  double inv_q[64];
+  for (int i = 0; i < 64; ++i) inv_q[i] = 1.0 / qd[i];
   at::Tensor src = rgb.contiguous();
   at::Tensor out = at::empty({H, W}, at::kByte);
   const uint8_t* s = src.data_ptr<uint8_t>();
@@ -161,7 +163,7 @@ at::Tensor pixel_dct(const at::Tensor& rgb, const at::Tensor& qt) {
         for (int i = 0; i < 8; ++i)
           for (int v = 0; v < 8; ++v) acc[v] += C[u][i] * t[i][v];
         for (int v = 0; v < 8; ++v) {
-          int64_t r = std::llabs(round_half_even(acc[v] / qd[u * 8 + v]));
+          int64_t r = std::llabs(round_half_even(acc[v] * inv_q[u * 8 + v]));
           drow[v] = static_cast<uint8_t>(r > kDctClip ? kDctClip : r);
         }
       }

@@ -20,8 +20,12 @@ struct JpegErrorMgr {
 inline bool jpeg_warning_is_benign(j_common_ptr c) {
   const int code = c->err->msg_code;
   if (code == JWRN_ADOBE_XFORM || code == JWRN_JFIF_MAJOR || code == JWRN_BOGUS_ICC) return true;
-  // Stray bytes after the last scan, just before EOI: the image data is complete.
-  if (code == JWRN_EXTRANEOUS_DATA && c->err->msg_parm.i[1] == 0xD9) return true;
+  if (code == JWRN_EXTRANEOUS_DATA) {
+    // Stray bytes just before EOI (the image data is complete) or between header markers before the
+    // first scan (no image data yet) are harmless; anywhere else they mean corrupt scan data.
+    if (c->err->msg_parm.i[1] == 0xD9) return true;
+    if (c->is_decompressor && reinterpret_cast<j_decompress_ptr>(c)->input_scan_number == 0) return true;
+  }
   return false;
 }
 
