@@ -280,7 +280,7 @@ TEST(Cli, ConfigFileFlagsAndErrors) {
                         {"train", {{"size", 64}, {"batch", 2}, {"steps", 2}, {"warmup", 1}, {"lr", 5e-4}}}};
   std::ofstream(dir + "/cfg.json") << cfg.dump();
   auto r = testutil::run_cli("train --config '" + dir + "/cfg.json' --data '" + data + "' --out '" + dir +
-                             "/run' --steps 3 --workers 1 --export-fp16 -t 2");
+                             "/run' --steps 3 --workers 1 --export-fp16");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("done: steps 0-3"), std::string::npos) << r.err;
   for (const char* f : {"config.json", "log.jsonl", "checkpoints/last.safetensors", "model.safetensors",

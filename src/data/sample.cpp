@@ -239,15 +239,17 @@ TrainSample make_train_sample(const LoadedItem& item, int64_t size, const Augmen
   } else if (!s.augmented && item.is_jpeg) {
     JpegCoefficients jc = read_jpeg_coefficients_bytes(item.image_bytes, item.id);
     s.qt = jc.qt;
-    s.dct = pixel_dct(rgb, s.qt);
-    if (cfg.dct_from_file) {
-      // Whole 8x8 blocks of the cropped source region take the file's coefficients; the white padding
-      // keeps its pixel DCT. Offsets are multiples of 8, so the file grid lines up with the sample's.
-      int64_t by = content_h / 8 * 8, bx = content_w / 8 * 8;
-      at::Tensor file = clip_coefficients(jc.coef, jc.coef.size(0), jc.coef.size(1));
-      if (by > 0 && bx > 0 && s.crop_y + by <= file.size(0) && s.crop_x + bx <= file.size(1))
-        s.dct.slice(0, top, top + by).slice(1, left, left + bx)
-            .copy_(file.slice(0, s.crop_y, s.crop_y + by).slice(1, s.crop_x, s.crop_x + bx));
+    // Whole 8x8 blocks of the cropped source region take the file's coefficients; the white padding
+    // keeps its pixel DCT. Offsets are multiples of 8, so the file grid lines up with the sample's.
+    const int64_t by = content_h / 8 * 8, bx = content_w / 8 * 8;
+    const bool from_file = cfg.dct_from_file && by > 0 && bx > 0 && s.crop_y + by <= jc.coef.size(0) &&
+                           s.crop_x + bx <= jc.coef.size(1);
+    const bool covered = by == size && bx == size;  // no padding: nothing left for the pixel path
+    s.dct = from_file && covered ? at::empty({size, size}, at::kByte) : pixel_dct(rgb, s.qt);
+    if (from_file) {
+      at::Tensor file = clip_coefficients(jc.coef.slice(0, s.crop_y, s.crop_y + by).slice(1, s.crop_x, s.crop_x + bx),
+                                          by, bx);
+      s.dct.slice(0, top, top + by).slice(1, left, left + bx).copy_(file);
     }
   } else {
     s.qt = ones_table();
