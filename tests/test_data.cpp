@@ -1,6 +1,7 @@
 // Tests of the data module: dataset listing (folders, lists, LMDB written with liblmdb directly),
 // validation errors, image ops against hand-computed / ATen references, crops, JPEG pass counts,
 // determinism of samples and of the multi-threaded loader, source mixing.
+#include <ATen/Parallel.h>
 #include <lmdb.h>
 
 #include <algorithm>
@@ -465,6 +466,7 @@ TEST(Loader, ThreadedBatchesEqualSynchronousAndResume) {
     cfg.augment.p_spatial = cfg.augment.p_visual = 0.5;
     return std::make_unique<DataLoader>(std::vector<DataSource>{open_source(dir)}, cfg, start);
   };
+  const int threads_before = at::get_num_threads();
   auto sync = make(0, 5, 0), threaded = make(2, 5, 0), other = make(2, 6, 0);
   std::vector<Batch> first;
   for (int i = 0; i < 4; ++i) {
@@ -480,6 +482,7 @@ TEST(Loader, ThreadedBatchesEqualSynchronousAndResume) {
     first.push_back(a);
   }
   EXPECT_EQ(threaded->position(), 12);
+  EXPECT_EQ(at::get_num_threads(), threads_before);  // workers' single-thread setting is per thread
   auto resumed = make(2, 5, 6);  // from sample 6 = batch 2
   Batch r = resumed->next_batch();
   EXPECT_EQ(r.first_index, 6);

@@ -293,6 +293,14 @@ TEST(Cli, ConfigFileFlagsAndErrors) {
   DiffNet fp16 = load_model(dir + "/run/model-fp16.safetensors");
   EXPECT_EQ(fp16->config().disc_dim, 16);
 
+  // Fine-tuning from those weights: the model config comes from the file.
+  r = testutil::run_cli("train --data '" + data + "' --out '" + dir + "/ft' --init '" + dir +
+                        "/run/model.safetensors' --size 64 --batch 2 --steps 1 --workers 0 --prob-disable 0.5 -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto ft = nlohmann::json::parse(std::ifstream(dir + "/ft/config.json"));
+  EXPECT_EQ(ft.at("model").at("disc_dim"), 16);
+  EXPECT_EQ(ft.at("train").at("augment").at("prob_disable"), 0.5);
+
   r = testutil::run_cli("train --data '" + data + "' --out '" + dir + "/r2' --size 40");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("size must be a positive multiple of 32"), std::string::npos) << r.err;

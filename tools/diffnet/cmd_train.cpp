@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "diffnet/common.h"
+#include "diffnet/safetensors.h"
 #include "diffnet/train.h"
 
 namespace diffnet::cli {
@@ -23,11 +24,21 @@ struct TrainArgs {
 
 // Model config: preset (flag, else config file, else atto), then the file's "model" fields, then the
 // file's and the flags' ablations, then --disc-impl / --drop-path.
-ModelConfig build_model_config(const TrainArgs& a, const nlohmann::json& file, CLI::App& cmd) {
+// With --init and no model choice (no --preset, no preset/model in the config file), the model is the
+// one described by the weights file.
+ModelConfig build_model_config(const TrainArgs& a, const nlohmann::json& file, const std::string& init,
+                               CLI::App& cmd) {
   std::string preset = a.preset;
   if (preset.empty() && file.contains("preset")) preset = file.at("preset").get<std::string>();
-  if (preset.empty()) preset = "atto";
-  ModelConfig m = model_preset(preset);
+  ModelConfig m;
+  if (preset.empty() && !file.contains("model") && !init.empty()) {
+    SafeTensors st = load_safetensors(init);
+    auto it = st.metadata.find("config");
+    if (it == st.metadata.end()) throw Error(init, "no model config in the weights metadata: pass --preset");
+    m = model_config_from_json(nlohmann::json::parse(it->second));
+  } else {
+    m = model_preset(preset.empty() ? "atto" : preset);
+  }
   if (file.contains("model")) {
     nlohmann::json merged = to_json(m);
     for (auto it = file.at("model").begin(); it != file.at("model").end(); ++it) merged[it.key()] = it.value();
@@ -84,7 +95,7 @@ void run(TrainArgs& a, CLI::App& cmd) {
   if (a.no_augment) t.augment.enabled = false;
   if (a.dct_from_pixels) t.augment.dct_from_file = false;
   if (a.no_validate) t.validate = false;
-  ModelConfig m = build_model_config(a, file, cmd);
+  ModelConfig m = build_model_config(a, file, t.init, cmd);
   if (a.print_config) {
     nlohmann::json j = {{"model", to_json(m)}, {"train", to_json(t)}};
     std::printf("%s\n", j.dump(2).c_str());
