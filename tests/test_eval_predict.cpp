@@ -231,3 +231,42 @@ TEST(EvalPredict, DefaultWeightsLookup) {
   EXPECT_NE(r.err.find("no weights found: using random weights, results are meaningless"), std::string::npos) << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out)["window"], 512);
 }
+
+#ifdef DIFFNET_TEST_HAVE_DATA
+TEST(EvalPredict, EvalOnADatasetMatchesScoreOnItsSavedMaps) {
+  // images/ + masks/: t1 tampered (12 x 10 block), t2 pristine (no mask file), t3 mask of zeros.
+  std::string ds = testutil::temp_dir("eval-ds");
+  std::filesystem::create_directories(ds + "/images");
+  std::filesystem::create_directories(ds + "/masks");
+  write_png(ds + "/images/t1.png", test_image(40, 72, 11));
+  at::Tensor m1 = at::zeros({40, 72}, at::kByte);
+  m1.slice(0, 5, 15).slice(1, 20, 32).fill_(255);
+  write_png(ds + "/masks/t1.png", m1);
+  write_jpeg(ds + "/images/t2.jpg", test_image(64, 64, 12), 80);
+  write_png(ds + "/images/t3.png", test_image(33, 50, 13));
+  write_png(ds + "/masks/t3.png", at::zeros({33, 50}, at::kByte));
+  std::string pred = testutil::temp_dir("eval-pred");
+  testutil::CliResult e = testutil::run_cli("eval --weights '" + tiny().path + "' --data '" + ds +
+                                            "' --protocol doc --json -q --save-pred '" + pred + "'");
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  nlohmann::json je = nlohmann::json::parse(e.out);
+  EXPECT_EQ(je["protocol"], "doc");
+  EXPECT_EQ(je["num_images"], 3);
+  EXPECT_EQ(je["num_tampered"], 1);
+  EXPECT_EQ(je["pixel_tp"].get<int64_t>() + je["pixel_fn"].get<int64_t>(), 120);  // the 12 x 10 block
+  EXPECT_EQ(je["pixel_tp"].get<int64_t>() + je["pixel_fp"].get<int64_t>() + je["pixel_fn"].get<int64_t>() +
+                je["pixel_tn"].get<int64_t>(),
+            40 * 72 + 64 * 64 + 33 * 50);
+  for (const char* stem : {"t1", "t2", "t3"}) EXPECT_TRUE(std::filesystem::exists(pred + "/" + stem + ".prob.png"));
+  // `diffnet score` on the saved maps with the saved image scores gives the same numbers (t2 has no
+  // mask file: score needs an explicit all-zero mask, written here).
+  write_png(ds + "/masks/t2.png", at::zeros({64, 64}, at::kByte));
+  testutil::CliResult s = testutil::run_cli("score --pred '" + pred + "' --gt '" + ds + "' --scores '" + pred +
+                                            "/predictions.jsonl' --protocol doc --json -q");
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  nlohmann::json js = nlohmann::json::parse(s.out);
+  for (const char* k : {"pixel_tp", "pixel_fp", "pixel_fn", "pixel_tn", "image_tp", "image_fp", "image_fn", "image_tn"})
+    EXPECT_EQ(je[k], js[k]) << k;
+  for (const char* k : {"pixel_f1", "doc_f1", "image_f1"}) EXPECT_NEAR(je[k].get<double>(), js[k].get<double>(), 1e-6) << k;
+}
+#endif
