@@ -301,6 +301,13 @@ TEST(Cli, ConfigFileFlagsAndErrors) {
   EXPECT_EQ(ft.at("model").at("disc_dim"), 16);
   EXPECT_EQ(ft.at("train").at("augment").at("prob_disable"), 0.5);
 
+  // A diverging run skips non-finite steps, then stops with a clear message after 5 in a row.
+  r = testutil::run_cli("train --config '" + dir + "/cfg.json' --data '" + data + "' --out '" + dir +
+                        "/nan' --lr 1e30 --warmup 0 --steps 30 --workers 1 -q");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("not finite for 5 steps in a row"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("update skipped"), std::string::npos) << r.err;
+
   r = testutil::run_cli("train --data '" + data + "' --out '" + dir + "/r2' --size 40");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("size must be a positive multiple of 32"), std::string::npos) << r.err;

@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -42,8 +43,10 @@ LoadedItem load_item(const DatasetItem& item);
 // bad file. progress: print a progress line on stderr for long lists.
 void validate_dataset(const std::vector<DatasetItem>& items, bool progress = false);
 
-// Raw bytes of an LMDB record by key (read-only environment, cached per path, safe from any thread).
-// Returns false when the key does not exist; throws Error naming the LMDB for other failures.
-bool lmdb_get(const std::string& lmdb_path, const std::string& key, std::vector<uint8_t>& out);
+// Raw bytes of an LMDB record by key (read-only environment, cached per path, safe from any thread);
+// at most max_bytes are copied. Returns false when the key does not exist; throws Error naming the
+// LMDB for other failures.
+bool lmdb_get(const std::string& lmdb_path, const std::string& key, std::vector<uint8_t>& out,
+              size_t max_bytes = SIZE_MAX);
 
 }  // namespace diffnet

@@ -71,8 +71,8 @@ std::vector<DatasetItem> list_lmdb(const std::string& path) {
   if (n < 0) throw Error(path, "LMDB 'num-samples' is not a number: '" + text.substr(0, 32) + "'");
   // DocTamper numbers records from 0; accept 1-based stores too (detected from the first key).
   int64_t base = 0;
-  if (n > 0 && !lmdb_get(path, lmdb_key("image", 0), bytes)) {
-    if (lmdb_get(path, lmdb_key("image", 1), bytes))
+  if (n > 0 && !lmdb_get(path, lmdb_key("image", 0), bytes, 16)) {
+    if (lmdb_get(path, lmdb_key("image", 1), bytes, 16))
       base = 1;
     else
       throw Error(path, "LMDB has neither image-000000000 nor image-000000001");
@@ -156,7 +156,7 @@ void validate_dataset(const std::vector<DatasetItem>& items, bool progress) {
   std::vector<uint8_t> bytes;
   for (const auto& item : items) {
     if (!item.lmdb_path.empty()) {
-      if (!lmdb_get(item.lmdb_path, lmdb_key("image", item.lmdb_index), bytes))
+      if (!lmdb_get(item.lmdb_path, lmdb_key("image", item.lmdb_index), bytes, 16))
         throw Error(item_name(item), "record missing");
       if (!is_jpeg_bytes(bytes.data(), bytes.size()) && !is_png_bytes(bytes.data(), bytes.size()))
         throw Error(item_name(item), "record is neither JPEG nor PNG");

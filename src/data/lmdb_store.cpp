@@ -1,6 +1,7 @@
 // Read-only access to LMDB environments (DocTamper layout), one cached environment per path.
 #include <lmdb.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -53,7 +54,7 @@ std::shared_ptr<LmdbEnv> open_env(const std::string& path) {
 
 }  // namespace
 
-bool lmdb_get(const std::string& lmdb_path, const std::string& key, std::vector<uint8_t>& out) {
+bool lmdb_get(const std::string& lmdb_path, const std::string& key, std::vector<uint8_t>& out, size_t max_bytes) {
   auto e = open_env(lmdb_path);
   MDB_txn* txn = nullptr;
   int rc = mdb_txn_begin(e->env, nullptr, MDB_RDONLY, &txn);
@@ -70,7 +71,7 @@ bool lmdb_get(const std::string& lmdb_path, const std::string& key, std::vector<
     throw Error(lmdb_path, "cannot read key " + key + ": " + lmdb_error(rc));
   }
   const uint8_t* p = static_cast<const uint8_t*>(v.mv_data);
-  out.assign(p, p + v.mv_size);
+  out.assign(p, p + std::min(v.mv_size, max_bytes));
   mdb_txn_abort(txn);
   return true;
 }
