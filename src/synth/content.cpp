@@ -187,21 +187,16 @@ std::string randomize_like(Rng& r, const std::string& text) {
   return out;
 }
 
-std::string replacement_for(Rng& r, const std::string& text) {
-  int digits = 0, letters = 0, upper = 0;
-  for (char c : text) {
+namespace {
+// Another real word or name of about the same length in the same case pattern; "" when none.
+std::string similar_word(Rng& r, const std::string& core) {
+  int letters = 0, upper = 0;
+  for (char c : core) {
     unsigned char u = static_cast<unsigned char>(c);
-    digits += std::isdigit(u) != 0;
     letters += std::isalpha(u) != 0;
     upper += std::isupper(u) != 0;
   }
-  // Numbers, amounts and dates keep their exact shape (a fraudster changes digits, not the layout).
-  if (digits > 0 || letters == 0) return randomize_like(r, text);
-  // Words: another real word or name of about the same length, in the same case pattern.
-  size_t lead = 0, tail = text.size();
-  while (lead < tail && !std::isalpha(static_cast<unsigned char>(text[lead]))) ++lead;
-  while (tail > lead && !std::isalpha(static_cast<unsigned char>(text[tail - 1]))) --tail;
-  std::string core = text.substr(lead, tail - lead);
+  if (letters == 0) return "";
   bool capital = std::isupper(static_cast<unsigned char>(core[0])) != 0;
   bool all_upper = upper == letters && letters > 1;
   const std::vector<std::string>* pools[] = {&kFirst, &kLast, &kCities, &kWords, &kCompanyA, &kCompanyB, &kJobs};
@@ -214,8 +209,46 @@ std::string replacement_for(Rng& r, const std::string& text) {
       c = static_cast<char>(all_upper ? std::toupper(u) : std::tolower(u));
     }
     if (capital && !all_upper) w[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(w[0])));
-    if (w == core) continue;
-    return text.substr(0, lead) + w + text.substr(tail);
+    if (w != core) return w;
+  }
+  return "";
+}
+}  // namespace
+
+std::string replacement_for(Rng& r, const std::string& text) {
+  int digits = 0, letters = 0;
+  for (char c : text) {
+    unsigned char u = static_cast<unsigned char>(c);
+    digits += std::isdigit(u) != 0;
+    letters += std::isalpha(u) != 0;
+  }
+  if (letters + digits == 0) return text;
+  // Numbers, amounts, dates, codes: new digits, letters and layout kept (what a fraudster changes).
+  if (digits > 0) {
+    for (int attempt = 0; attempt < 64; ++attempt) {
+      std::string out = text;
+      for (auto& c : out)
+        if (std::isdigit(static_cast<unsigned char>(c))) c = rand_digit(r);
+      if (out != text) return out;
+    }
+    return randomize_like(r, text);
+  }
+  // Words: one word (of a multi-word segment) becomes another real word or name of similar length.
+  std::vector<std::pair<size_t, size_t>> spans;  // alphabetic runs
+  for (size_t i = 0; i < text.size();) {
+    if (!std::isalpha(static_cast<unsigned char>(text[i]))) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < text.size() && std::isalpha(static_cast<unsigned char>(text[j]))) ++j;
+    spans.push_back({i, j});
+    i = j;
+  }
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    auto sp = r.pick(spans);
+    std::string w = similar_word(r, text.substr(sp.first, sp.second - sp.first));
+    if (!w.empty()) return text.substr(0, sp.first) + w + text.substr(sp.second);
   }
   return randomize_like(r, text);
 }

@@ -47,6 +47,7 @@ class Canvas {
     cairo_paint(cr_);
   }
   ~Canvas() {
+    std::lock_guard<std::recursive_mutex> lock(text_mutex());  // releases the fonts the page used
     cairo_destroy(cr_);
     cairo_surface_destroy(surf_);
   }
@@ -56,7 +57,8 @@ class Canvas {
   int height() const { return h_; }
   double line_height(const Style& s) const { return px_of_pt(s.pt) * 1.32; }
 
-  FontSpec spec(const Style& s) const { return {s.family, s.bold, s.italic, px_of_pt(s.pt)}; }
+  // Sizes are quantised to 1/4 px: fewer distinct Cairo scaled fonts to create and cache.
+  FontSpec spec(const Style& s) const { return {s.family, s.bold, s.italic, std::round(px_of_pt(s.pt) * 4) / 4}; }
 
   double text_width(const std::string& text, const Style& s) {
     auto& eng = text_engine();

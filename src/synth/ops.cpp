@@ -447,6 +447,24 @@ bool page_font(const Page& p, FontSpec* f, Color* color) {
   return true;
 }
 
+// Font matching for a word of unknown style but known text: the family and weight whose ink
+// aspect ratio (width / height) for the word's own text is closest to the box's.
+FontSpec match_font(const Word& t, const std::vector<FontFace>& fonts) {
+  double target = std::log(std::max(1.0, t.box.w() - 2.0) / std::max(1.0, t.box.h() - 2.0));
+  FontSpec best;
+  double best_err = 1e30;
+  for (auto& f : fonts)
+    for (bool bold : {false, true}) {
+      FontSpec s{f.family, bold, false, 40.0};
+      TextExtents e = text_engine().measure(t.text, s);
+      if (e.ink_w <= 0 || e.ink_h <= 0) continue;
+      double err = std::fabs(std::log(e.ink_w / e.ink_h) - target);
+      if (err < best_err) best_err = err, best = s;
+    }
+  if (best.family.empty()) best.family = fonts.front().family;
+  return best;
+}
+
 std::string new_field_text(Rng& rng) {
   switch (rng.randint(0, 5)) {
     case 0: return content::amount(rng, 5, 20000);
@@ -491,8 +509,14 @@ bool text_op(EditState& st, const EditConfig& cfg, Rng& rng, nlohmann::json* rec
       font = {t.style.family, t.style.bold, t.style.italic, t.style.size_px};
     } else {
       Color unused;
-      if (!page_font(page, &font, &unused)) font.family = rng.pick(cfg.fonts).family;
-      font.bold = rng.bernoulli(0.2);
+      if (page_font(page, &font, &unused)) {
+        font.bold = rng.bernoulli(0.2);
+      } else if (!t.text.empty()) {
+        font = match_font(t, cfg.fonts);
+      } else {
+        font.family = rng.pick(cfg.fonts).family;
+        font.bold = rng.bernoulli(0.2);
+      }
     }
     Color color = (t.style.known && !page.degraded) ? t.style.color : ink_color(page.img, t.box);
     bool conceal = rng.bernoulli(cfg.conceal_prob);

@@ -83,6 +83,11 @@ std::vector<FontFace> select_fonts(const std::vector<std::string>& selection) {
   return out;
 }
 
+std::recursive_mutex& text_mutex() {
+  static std::recursive_mutex m;
+  return m;
+}
+
 struct TextEngine::Impl {
   PangoFontMap* map = nullptr;
   PangoContext* ctx = nullptr;
@@ -91,6 +96,7 @@ struct TextEngine::Impl {
   std::string cur_key;
   std::string cur_text;
   ~Impl() {
+    std::lock_guard<std::recursive_mutex> lock(text_mutex());
     for (auto& kv : descs) pango_font_description_free(kv.second);
     if (layout) g_object_unref(layout);
     if (ctx) g_object_unref(ctx);
@@ -99,6 +105,7 @@ struct TextEngine::Impl {
 };
 
 TextEngine::TextEngine() : impl_(new Impl) {
+  std::lock_guard<std::recursive_mutex> lock(text_mutex());
   impl_->map = pango_cairo_font_map_new();
   impl_->ctx = pango_font_map_create_context(impl_->map);
   cairo_font_options_t* fo = cairo_font_options_create();
@@ -148,6 +155,7 @@ void TextEngine::set(const std::string& text, const FontSpec& font) {
 }
 
 TextExtents TextEngine::measure(const std::string& text, const FontSpec& font) {
+  std::lock_guard<std::recursive_mutex> lock(text_mutex());
   set(text, font);
   PangoRectangle ink, logical;
   pango_layout_get_extents(impl_->layout, &ink, &logical);
@@ -161,6 +169,7 @@ TextExtents TextEngine::measure(const std::string& text, const FontSpec& font) {
 }
 
 void TextEngine::draw(cairo_t* cr, const std::string& text, const FontSpec& font, double x, double baseline) {
+  std::lock_guard<std::recursive_mutex> lock(text_mutex());
   set(text, font);
   double base = pango_layout_get_baseline(impl_->layout) / double(PANGO_SCALE);
   cairo_move_to(cr, x, baseline - base);
@@ -169,6 +178,7 @@ void TextEngine::draw(cairo_t* cr, const std::string& text, const FontSpec& font
 
 Raster TextEngine::render_alpha(const std::string& text, const FontSpec& font, double x, double baseline,
                                 Box* origin) {
+  std::lock_guard<std::recursive_mutex> lock(text_mutex());
   TextExtents e = measure(text, font);
   double top = baseline - e.baseline;
   int x0 = static_cast<int>(std::floor(x + e.ink_x)) - 2, y0 = static_cast<int>(std::floor(top + e.ink_y)) - 2;

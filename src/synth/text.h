@@ -1,11 +1,12 @@
 // Font catalogue and text rendering through Pango/Cairo (one engine per thread: Pango contexts are
-// not shared between threads). Sizes are absolute pixel sizes; hinting is off so glyph geometry
+// not shared between threads; Cairo font use is serialised, see text_mutex()). Sizes are absolute pixel sizes; hinting is off so glyph geometry
 // scales linearly with the size and does not depend on the position.
 #pragma once
 
 #include <cairo.h>
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -66,5 +67,11 @@ class TextEngine {
 
 // The calling thread's engine (created on first use).
 TextEngine& text_engine();
+
+// Cairo 1.16's FreeType font cache is not safe under concurrent use from several threads (a face
+// evicted by one thread while another draws with it crashes), so every call that creates, uses or
+// releases Cairo fonts holds this lock: TextEngine does; callers destroying a cairo_t that drew
+// text must too.
+std::recursive_mutex& text_mutex();
 
 }  // namespace diffnet::synth
