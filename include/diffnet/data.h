@@ -149,6 +149,9 @@ struct LoaderConfig {
   int prefetch_batches = 2; // samples built ahead = prefetch_batches * batch (at least workers)
   AugmentConfig augment;
   int max_retries = 10;     // a sample that fails to load is replaced by another draw; then error
+  // Niceness added to the worker threads (Linux, per thread): the training threads keep priority and the
+  // workers fill idle time, so on a small machine they do not stall the compute threads' barriers.
+  int worker_nice = 10;
   bool quiet = false;       // no warnings on stderr
 };
 

@@ -36,6 +36,7 @@ struct TrainConfig {
   uint64_t seed = 0;              // model init, data order, augmentation, drop path
   int workers = 2;                // loader threads (does not change the results)
   int prefetch = 2;               // batches prepared ahead
+  int worker_nice = 10;           // niceness added to loader threads (0: same priority as training)
   int64_t checkpoint_every = 1000;
   int keep_checkpoints = 0;       // also keep checkpoints/step-N.safetensors for the last K (0: none)
   int max_bad_steps = 5;          // abort after this many non-finite steps in a row

@@ -1,8 +1,12 @@
 // Source mixing, batching and the prefetching worker threads.
 #include <ATen/Parallel.h>
 #include <omp.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -193,6 +197,11 @@ void DataLoader::worker_loop() {
   // reset the count on the first ATen parallel op.
   at::internal::lazy_init_num_threads();
   omp_set_num_threads(1);
+  if (cfg_.worker_nice > 0) {
+    errno = 0;
+    int current = getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)));
+    if (errno == 0) setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), current + cfg_.worker_nice);
+  }
   const int64_t window = std::max<int64_t>(cfg_.batch * (cfg_.prefetch_batches + 1), cfg_.workers);
   for (;;) {
     MixtureSampler::Pick pick;

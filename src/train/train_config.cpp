@@ -29,6 +29,7 @@ void visit_fields(C& c, F&& f) {
   f("seed", c.seed);
   f("workers", c.workers);
   f("prefetch", c.prefetch);
+  f("worker_nice", c.worker_nice);
   f("checkpoint_every", c.checkpoint_every);
   f("keep_checkpoints", c.keep_checkpoints);
   f("max_bad_steps", c.max_bad_steps);
@@ -90,6 +91,7 @@ void validate_train_config(const TrainConfig& c) {
   if (!(c.focal_gamma >= 0)) bad("focal_gamma", "must be >= 0");
   if (c.workers < 0) bad("workers", "must be >= 0");
   if (c.prefetch < 0) bad("prefetch", "must be >= 0");
+  if (c.worker_nice < 0 || c.worker_nice > 19) bad("worker_nice", "must be in 0..19");
   if (c.checkpoint_every <= 0) bad("checkpoint_every", "must be positive");
   if (c.keep_checkpoints < 0) bad("keep_checkpoints", "must be >= 0");
   if (c.max_bad_steps <= 0) bad("max_bad_steps", "must be positive");

@@ -150,6 +150,7 @@ TrainSummary run_training(const TrainConfig& cfg_in, const ModelConfig& mcfg_in,
   lcfg.seed = cfg.seed;
   lcfg.workers = cfg.workers;
   lcfg.prefetch_batches = cfg.prefetch;
+  lcfg.worker_nice = cfg.worker_nice;
   lcfg.augment = cfg.augment;
   lcfg.quiet = opt.quiet;
   DataLoader loader(std::move(sources), lcfg, state.data_position);

@@ -87,6 +87,7 @@ void run(TrainArgs& a, CLI::App& cmd) {
   flag("--seed", t.seed, a.t.seed);
   flag("--workers", t.workers, a.t.workers);
   flag("--prefetch", t.prefetch, a.t.prefetch);
+  flag("--worker-nice", t.worker_nice, a.t.worker_nice);
   flag("--checkpoint-every", t.checkpoint_every, a.t.checkpoint_every);
   flag("--keep-checkpoints", t.keep_checkpoints, a.t.keep_checkpoints);
   flag("--init", t.init, a.t.init);
@@ -139,6 +140,8 @@ const Registrar reg("train", [](CLI::App& app) {
   cmd->add_option("--workers", a->t.workers, "Data loader threads (0: load on the training thread)")
       ->capture_default_str();
   cmd->add_option("--prefetch", a->t.prefetch, "Batches prepared ahead")->capture_default_str();
+  cmd->add_option("--worker-nice", a->t.worker_nice, "Niceness added to loader threads (0..19)")
+      ->capture_default_str();
   cmd->add_option("--checkpoint-every", a->t.checkpoint_every, "Checkpoint interval in steps")->capture_default_str();
   cmd->add_option("--keep-checkpoints", a->t.keep_checkpoints, "Also keep step-N copies of the last K checkpoints")
       ->capture_default_str();
