@@ -8,7 +8,7 @@
 
 namespace diffnet::model {
 
-// Truncated normal init in place (timm's trunc_normal_: bounds +-2 absolute, inverse-CDF sampling).
+// Truncated normal N(0, std) restricted to [a, b] in place (timm's trunc_normal_ bounds: +-2 absolute).
 void trunc_normal_(at::Tensor& w, double std, double a = -2.0, double b = 2.0);
 
 // trunc_normal(std) for every Conv2d/Linear weight below `module`, zero biases (ConvNeXt-V2 init).

@@ -39,7 +39,7 @@ at::Tensor DctEmbed::embed(const at::Tensor& dct_blocks, const at::Tensor& qt) {
   const int64_t d = d_;
   at::Tensor e;  // (B,h,w,64,d)
   if (coef_linear) {
-    e = coef_linear->forward(dct_blocks.unsqueeze(-1).to(at::kFloat).div(20.0));
+    e = coef_linear->forward(dct_blocks.unsqueeze(-1).to(coef_linear->weight.scalar_type()).div(20.0));
   } else {
     e = coef_embed->forward(dct_blocks);
   }

@@ -1,0 +1,413 @@
+// Model building blocks against float64 loop references written here: ConvNeXt-V2 block and stage, the DCT
+// joint embedding, the materialised discrepancy kernels, the image-head features, RGB normalisation, config.
+#include <cmath>
+#include <vector>
+
+#include "diffnet/common.h"
+#include "diffnet/model.h"
+#include "model/convnext.h"
+#include "model/dct_branch.h"
+#include "model/decoder.h"
+#include "model/discrepancy.h"
+#include "model/model_info.h"
+#include "testing.h"
+
+using namespace diffnet;
+using diffnet::testutil::max_abs_diff;
+
+namespace {
+
+// Plain (B,C,H,W) float64 array with index helpers; the references below use only loops over these.
+struct Arr {
+  int64_t n0 = 0, n1 = 0, n2 = 0, n3 = 0;
+  std::vector<double> v;
+  Arr(int64_t a, int64_t b, int64_t c, int64_t d) : n0(a), n1(b), n2(c), n3(d), v(a * b * c * d, 0.0) {}
+  double& at(int64_t a, int64_t b, int64_t c, int64_t d) { return v[((a * n1 + b) * n2 + c) * n3 + d]; }
+};
+
+Arr to_arr(const at::Tensor& t) {
+  at::Tensor c = t.to(at::kDouble).contiguous();
+  Arr a(c.size(0), c.size(1), c.size(2), c.size(3));
+  std::memcpy(a.v.data(), c.data_ptr<double>(), a.v.size() * sizeof(double));
+  return a;
+}
+
+at::Tensor to_tensor(const Arr& a) {
+  return at::from_blob(const_cast<double*>(a.v.data()), {a.n0, a.n1, a.n2, a.n3}, at::kDouble).clone();
+}
+
+double gelu(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
+
+// Accessor for a parameter of any rank as a flat double vector.
+std::vector<double> flat(const at::Tensor& t) {
+  at::Tensor c = t.detach().to(at::kDouble).contiguous();
+  return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+}
+
+// y = W x + b for W (out, in) flat.
+std::vector<double> linear(const std::vector<double>& W, const std::vector<double>& b, const std::vector<double>& x) {
+  const size_t out = b.size(), in = x.size();
+  std::vector<double> y(out);
+  for (size_t o = 0; o < out; ++o) {
+    double s = b[o];
+    for (size_t i = 0; i < in; ++i) s += W[o * in + i] * x[i];
+    y[o] = s;
+  }
+  return y;
+}
+
+// LayerNorm over the channel axis of x at one pixel (biased variance, eps 1e-6).
+std::vector<double> layer_norm(const std::vector<double>& x, const std::vector<double>& w, const std::vector<double>& b) {
+  double mean = 0, var = 0;
+  for (double v : x) mean += v;
+  mean /= static_cast<double>(x.size());
+  for (double v : x) var += (v - mean) * (v - mean);
+  var /= static_cast<double>(x.size());
+  std::vector<double> y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) y[i] = (x[i] - mean) / std::sqrt(var + 1e-6) * w[i] + b[i];
+  return y;
+}
+
+// Randomises every parameter of a module (so zero-initialised GRN/bias terms are exercised).
+void randomize(torch::nn::Module& m, double scale = 0.3) {
+  torch::NoGradGuard ng;
+  for (auto& p : m.parameters()) p.normal_(0.0, scale);
+}
+
+// Loop reference of one ConvNeXt-V2 block on x (1,C,H,W).
+Arr block_reference(model::ConvNeXtBlockImpl& blk, Arr x) {
+  const int64_t C = x.n1, H = x.n2, W = x.n3, C4 = 4 * C;
+  auto dw = flat(blk.conv_dw->weight), dwb = flat(blk.conv_dw->bias);
+  auto nw = flat(blk.norm->weight), nb = flat(blk.norm->bias);
+  auto w1 = flat(blk.mlp->fc1->weight), b1 = flat(blk.mlp->fc1->bias);
+  auto w2 = flat(blk.mlp->fc2->weight), b2 = flat(blk.mlp->fc2->bias);
+  auto gg = flat(blk.mlp->grn->weight), gb = flat(blk.mlp->grn->bias);
+  // depthwise 7x7, zero padding 3
+  Arr d(1, C, H, W);
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t y = 0; y < H; ++y)
+      for (int64_t xx = 0; xx < W; ++xx) {
+        double s = dwb[c];
+        for (int i = 0; i < 7; ++i)
+          for (int j = 0; j < 7; ++j) {
+            int64_t yy = y + i - 3, xj = xx + j - 3;
+            if (yy < 0 || yy >= H || xj < 0 || xj >= W) continue;
+            s += dw[c * 49 + i * 7 + j] * x.at(0, c, yy, xj);
+          }
+        d.at(0, c, y, xx) = s;
+      }
+  // per pixel: LN -> fc1 -> GELU
+  std::vector<std::vector<double>> h(H * W);
+  for (int64_t y = 0; y < H; ++y)
+    for (int64_t xx = 0; xx < W; ++xx) {
+      std::vector<double> px(C);
+      for (int64_t c = 0; c < C; ++c) px[c] = d.at(0, c, y, xx);
+      auto t = linear(w1, b1, layer_norm(px, nw, nb));
+      for (auto& v : t) v = gelu(v);
+      h[y * W + xx] = t;
+    }
+  // GRN over the whole map
+  std::vector<double> gx(C4, 0.0);
+  for (const auto& px : h)
+    for (int64_t c = 0; c < C4; ++c) gx[c] += px[c] * px[c];
+  double mean = 0;
+  for (auto& g : gx) g = std::sqrt(g), mean += g;
+  mean /= static_cast<double>(C4);
+  Arr out = x;
+  for (int64_t p = 0; p < H * W; ++p) {
+    std::vector<double> g(C4);
+    for (int64_t c = 0; c < C4; ++c) {
+      const double nx = gx[c] / (mean + 1e-6);
+      g[c] = gg[c] * (h[p][c] * nx) + gb[c] + h[p][c];
+    }
+    auto o = linear(w2, b2, g);
+    for (int64_t c = 0; c < C; ++c) out.at(0, c, p / W, p % W) += o[c];
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(ModelUnits, ConvNeXtBlockMatchesLoopReference) {
+  torch::manual_seed(1);
+  model::ConvNeXtBlock blk(6);
+  randomize(*blk);
+  blk->to(at::kDouble);
+  at::Tensor x = torch::randn({1, 6, 9, 11}, at::kDouble);
+  at::Tensor y = blk->forward(x);
+  Arr ref = block_reference(*blk, to_arr(x));
+  EXPECT_LT(max_abs_diff(y, to_tensor(ref)), 1e-10);
+  // channels_last in, channels_last out (the layout the model computes in)
+  at::Tensor xcl = x.contiguous(at::MemoryFormat::ChannelsLast);
+  at::Tensor ycl = blk->forward(xcl);
+  EXPECT_TRUE(ycl.is_contiguous(at::MemoryFormat::ChannelsLast));
+  EXPECT_LT(max_abs_diff(ycl, to_tensor(ref)), 1e-10);
+}
+
+TEST(ModelUnits, ConvNeXtStageWithDownsampleMatchesLoopReference) {
+  torch::manual_seed(2);
+  model::Stage st(int64_t{3}, int64_t{4}, int64_t{2}, std::vector<double>{0.0, 0.0});
+  randomize(*st);
+  st->to(at::kDouble);
+  at::Tensor x = torch::randn({1, 3, 10, 12}, at::kDouble);
+  at::Tensor y = st->forward(x);
+  // downsample: channels-first LN over 3 channels, then conv 2x2 stride 2 with bias
+  Arr xa = to_arr(x);
+  auto lw = flat(st->downsample->norm->weight), lb = flat(st->downsample->norm->bias);
+  auto cw = flat(st->downsample->conv->weight), cb = flat(st->downsample->conv->bias);
+  Arr ln(1, 3, 10, 12), ds(1, 4, 5, 6);
+  for (int64_t yy = 0; yy < 10; ++yy)
+    for (int64_t xx = 0; xx < 12; ++xx) {
+      std::vector<double> px{xa.at(0, 0, yy, xx), xa.at(0, 1, yy, xx), xa.at(0, 2, yy, xx)};
+      auto n = layer_norm(px, lw, lb);
+      for (int c = 0; c < 3; ++c) ln.at(0, c, yy, xx) = n[c];
+    }
+  for (int o = 0; o < 4; ++o)
+    for (int yy = 0; yy < 5; ++yy)
+      for (int xx = 0; xx < 6; ++xx) {
+        double s = cb[o];
+        for (int i = 0; i < 3; ++i)
+          for (int a = 0; a < 2; ++a)
+            for (int b = 0; b < 2; ++b) s += cw[((o * 3 + i) * 2 + a) * 2 + b] * ln.at(0, i, 2 * yy + a, 2 * xx + b);
+        ds.at(0, o, yy, xx) = s;
+      }
+  auto& blocks = *st->blocks;
+  Arr r = block_reference(*blocks[0]->as<model::ConvNeXtBlockImpl>(), ds);
+  r = block_reference(*blocks[1]->as<model::ConvNeXtBlockImpl>(), r);
+  EXPECT_LT(max_abs_diff(y, to_tensor(r)), 1e-10);
+}
+
+TEST(ModelUnits, DctEmbeddingMatchesLoopReference) {
+  for (bool linear_coef : {false, true}) {
+    ModelConfig cfg = model_preset("atto");
+    cfg.dct_dim = 3;
+    cfg.dct_depth = 0;
+    cfg.dct_linear = linear_coef;
+    torch::manual_seed(3);
+    model::DctEmbed emb(cfg);
+    randomize(emb, 0.5);
+    emb.to(at::kDouble);
+    const int64_t B = 2, H = 16, W = 24, d = 3;
+    at::Tensor dct = torch::randint(0, 21, {B, H, W}, at::kLong);
+    at::Tensor qt = torch::randint(1, 256, {B, 64}, at::kLong);
+    at::Tensor e = emb.embed(model::space_to_depth8(dct), qt);  // (B, H/8, W/8, 64 d)
+    ASSERT_EQ(e.sizes(), at::IntArrayRef({B, H / 8, W / 8, 64 * d}));
+
+    auto qe = flat(emb.q_embed->weight);
+    auto q1w = flat(emb.q_mlp->fc1->weight), q1b = flat(emb.q_mlp->fc1->bias);
+    auto q2w = flat(emb.q_mlp->fc2->weight), q2b = flat(emb.q_mlp->fc2->bias);
+    auto t1w = flat(emb.table_mlp->fc1->weight), t1b = flat(emb.table_mlp->fc1->bias);
+    auto t2w = flat(emb.table_mlp->fc2->weight), t2b = flat(emb.table_mlp->fc2->bias);
+    auto f = flat(emb.freq_embed);
+    auto dv = dct.accessor<int64_t, 3>();
+    auto qv = qt.accessor<int64_t, 2>();
+    at::Tensor ref = at::zeros({B, H / 8, W / 8, 64 * d}, at::kDouble);
+    auto rv = ref.accessor<double, 4>();
+    for (int64_t b = 0; b < B; ++b) {
+      std::vector<double> qn(64);
+      for (int k = 0; k < 64; ++k) qn[k] = static_cast<double>(qv[b][k]) / 255.0;
+      auto th = linear(t1w, t1b, qn);
+      for (auto& v : th) v = gelu(v);
+      auto t = linear(t2w, t2b, th);
+      for (int k = 0; k < 64; ++k) {
+        std::vector<double> eq(qe.begin() + qv[b][k] * d, qe.begin() + (qv[b][k] + 1) * d);
+        auto h = linear(q1w, q1b, eq);
+        for (auto& v : h) v = gelu(v);
+        auto gb = linear(q2w, q2b, h);  // gamma = gb[0:d], beta = gb[d:2d]
+        for (int64_t by = 0; by < H / 8; ++by)
+          for (int64_t bx = 0; bx < W / 8; ++bx) {
+            const int64_t coef = dv[b][8 * by + k / 8][8 * bx + k % 8];
+            for (int64_t j = 0; j < d; ++j) {
+              double v;
+              if (linear_coef) {
+                v = flat(emb.coef_linear->weight)[j] * (static_cast<double>(coef) / 20.0) +
+                    flat(emb.coef_linear->bias)[j];
+              } else {
+                v = flat(emb.coef_embed->weight)[coef * d + j];
+              }
+              rv[b][by][bx][k * d + j] = (1.0 + gb[j]) * v + gb[d + j] + f[k * d + j] + t[j];
+            }
+          }
+      }
+    }
+    EXPECT_LT(max_abs_diff(e, ref), 1e-10) << "linear_coef " << linear_coef;
+  }
+}
+
+TEST(ModelUnits, DctAblationsDropTheirTerms) {
+  // A3..A6 remove t, f, gamma, beta: with only the coefficient embedding left, e = E_coef[dct].
+  ModelConfig cfg = model_preset("atto");
+  for (const char* a : {"A3", "A4", "A5", "A6"}) apply_ablation(cfg, a);
+  cfg.dct_depth = 0;
+  model::DctEmbed emb(cfg);
+  EXPECT_FALSE(emb.q_embed);
+  EXPECT_FALSE(emb.table_mlp);
+  EXPECT_FALSE(emb.freq_embed.defined());
+  at::Tensor dct = torch::randint(0, 21, {1, 8, 16}, at::kLong);
+  at::Tensor e = emb.embed(model::space_to_depth8(dct), torch::ones({1, 64}, at::kLong));
+  auto w = emb.coef_embed->weight;
+  EXPECT_EQ(e[0][0][1][9].item<float>(), w[dct[0][1][9].item<int64_t>()][0].item<float>());
+}
+
+TEST(ModelUnits, MaterialisedKernelsAreZeroSumWithAnchoredFamily) {
+  ModelConfig cfg = model_preset("atto");
+  cfg.num_filters = 4;  // 2 free + 2 centre-anchored
+  model::Discrepancy disc(cfg, 8);
+  auto& bank = disc->bank;
+  ASSERT_EQ(bank.theta.sizes(), at::IntArrayRef({64, 4, 48}));
+  at::Tensor k = bank.kernels();
+  ASSERT_EQ(k.sizes(), at::IntArrayRef({64, 4, 7, 7}));
+  EXPECT_LT(k.to(at::kDouble).sum({2, 3}).abs().max().item<double>(), 1e-6);
+  auto kv = k.accessor<float, 4>();
+  auto tv = bank.theta.accessor<float, 3>();
+  for (int64_t c = 0; c < 64; ++c)
+    for (int m = 0; m < 4; ++m) {
+      int idx = 0;
+      double s = 0;
+      for (int y = 0; y < 7; ++y)
+        for (int x = 0; x < 7; ++x) {
+          if (y == 3 && x == 3) continue;
+          const double expect = m < 2 ? tv[c][m][idx] : std::abs(tv[c][m][idx]);
+          EXPECT_EQ(kv[c][m][y][x], static_cast<float>(expect));
+          if (m >= 2) {
+            EXPECT_GE(kv[c][m][y][x], 0.f);
+          }
+          s += expect;
+          ++idx;
+        }
+      EXPECT_NEAR(kv[c][m][3][3], -s, 1e-6);
+    }
+  // theta init trunc_normal(0.02), projection U(-1/sqrt(M), 1/sqrt(M)), bias 0
+  EXPECT_NEAR(bank.theta.std().item<double>(), 0.02, 0.002);
+  EXPECT_LE(bank.proj_weight.abs().max().item<double>(), 0.5 + 1e-7);
+  EXPECT_GT(bank.proj_weight.abs().max().item<double>(), 0.4);
+  EXPECT_EQ(bank.proj_bias.abs().max().item<double>(), 0.0);
+}
+
+TEST(ModelUnits, FilterVariantKernels) {
+  // A14: SRM filters are zero-sum, fixed (buffer, no theta); A18: Bayar centre -1, neighbours sum to 1;
+  // A0: free kernels equal theta.
+  ModelConfig srm = model_preset("atto");
+  apply_ablation(srm, "A14");
+  model::Discrepancy ds(srm, 8);
+  EXPECT_FALSE(ds->bank.theta.defined());
+  at::Tensor ks = ds->bank.kernels();
+  EXPECT_EQ(ks.sizes(), at::IntArrayRef({64, 3, 7, 7}));
+  EXPECT_LT(ks.sum({2, 3}).abs().max().item<double>(), 1e-6);
+  EXPECT_FLOAT_EQ(ks[0][1][3][3].item<float>(), -1.0f);  // KV filter centre -12/12
+  EXPECT_FLOAT_EQ(ks[0][0][3][3].item<float>(), -1.0f);  // 3x3 second-order centre -4/4
+
+  ModelConfig bay = model_preset("atto");
+  apply_ablation(bay, "A18");
+  model::Discrepancy db(bay, 8);
+  at::Tensor kb = db->bank.kernels();
+  EXPECT_LT((kb.select(2, 3).select(2, 3) + 1).abs().max().item<double>(), 1e-6);
+  EXPECT_LT((kb.sum({2, 3})).abs().max().item<double>(), 1e-5);
+  EXPECT_GE(kb.min().item<float>(), -1.0f - 1e-6f);
+
+  ModelConfig fr = model_preset("atto");
+  apply_ablation(fr, "A0");
+  model::Discrepancy df(fr, 8);
+  EXPECT_EQ(df->bank.theta.sizes(), at::IntArrayRef({64, 2, 49}));
+  EXPECT_TRUE(df->bank.kernels().reshape({64, 2, 49}).equal(df->bank.theta));
+}
+
+TEST(ModelUnits, DiscrepancyInferenceCacheFollowsParameters) {
+  ModelConfig cfg = model_preset("atto");
+  cfg.disc_dim = 8;
+  torch::manual_seed(4);
+  model::Discrepancy disc(cfg, 5);
+  at::Tensor x = torch::randn({1, 5, 12, 16});
+  at::Tensor train_out = disc->forward(x);  // grad mode on: the differentiable ops::zero_sum path
+  disc->eval();
+  torch::NoGradGuard ng;
+  at::Tensor a = disc->forward(x);  // materialised + cached kernels
+  EXPECT_LT(max_abs_diff(a, train_out), 1e-5);
+  // An in-place parameter update (optimizer step, load) must invalidate the cache.
+  disc->bank.theta.mul_(2.0);
+  at::Tensor b = disc->forward(x);
+  disc->train();
+  at::Tensor c = disc->forward(x);
+  EXPECT_LT(max_abs_diff(b, c), 1e-5);
+  EXPECT_GT(max_abs_diff(a, b), 1e-4);
+}
+
+TEST(ModelUnits, ImageHeadFeatures) {
+  // mean, max and top-k (k = ceil(0.05 HW)) mean of softmax(seg)[1], after avg and max pools of P2.
+  at::Tensor seg = torch::randn({1, 2, 8, 5}, at::kDouble);  // 40 px -> k = 2
+  at::Tensor p2 = torch::randn({1, 3, 2, 2}, at::kDouble);
+  at::Tensor f = model::ClsHeadImpl::features(p2, seg);
+  ASSERT_EQ(f.sizes(), at::IntArrayRef({1, 9}));
+  std::vector<double> prob;
+  auto sv = seg.accessor<double, 4>();
+  for (int y = 0; y < 8; ++y)
+    for (int x = 0; x < 5; ++x) prob.push_back(1.0 / (1.0 + std::exp(sv[0][0][y][x] - sv[0][1][y][x])));
+  std::vector<double> sorted = prob;
+  std::sort(sorted.rbegin(), sorted.rend());
+  double mean = 0;
+  for (double p : prob) mean += p / 40.0;
+  EXPECT_NEAR(f[0][6].item<double>(), mean, 1e-12);
+  EXPECT_NEAR(f[0][7].item<double>(), sorted[0], 1e-12);
+  EXPECT_NEAR(f[0][8].item<double>(), (sorted[0] + sorted[1]) / 2, 1e-12);
+  auto pv = p2.accessor<double, 4>();
+  EXPECT_NEAR(f[0][1].item<double>(), (pv[0][1][0][0] + pv[0][1][0][1] + pv[0][1][1][0] + pv[0][1][1][1]) / 4, 1e-12);
+  EXPECT_NEAR(f[0][5].item<double>(), std::max({pv[0][2][0][0], pv[0][2][0][1], pv[0][2][1][0], pv[0][2][1][1]}), 1e-12);
+}
+
+TEST(ModelUnits, NormalizeRgb) {
+  at::Tensor img = torch::zeros({2, 3, 3}, at::kByte);
+  img[1][2][0] = 255;
+  img[1][2][1] = 0;
+  img[1][2][2] = 128;
+  at::Tensor x = normalize_rgb(img);
+  ASSERT_EQ(x.sizes(), at::IntArrayRef({1, 3, 2, 3}));
+  EXPECT_TRUE(x.is_contiguous(at::MemoryFormat::ChannelsLast));
+  EXPECT_NEAR(x[0][0][1][2].item<float>(), (1.0 - 0.485) / 0.229, 1e-5);
+  EXPECT_NEAR(x[0][1][1][2].item<float>(), (0.0 - 0.456) / 0.224, 1e-5);
+  EXPECT_NEAR(x[0][2][1][2].item<float>(), (128.0 / 255.0 - 0.406) / 0.225, 1e-5);
+  EXPECT_NEAR(x[0][0][0][0].item<float>(), -0.485 / 0.229, 1e-5);
+  EXPECT_THROW(normalize_rgb(torch::zeros({4, 4}, at::kByte)), Error);
+}
+
+TEST(ModelUnits, ConfigJsonRoundTripAndErrors) {
+  ModelConfig c = model_preset("base");
+  apply_ablation(c, "A11");
+  apply_ablation(c, "A3");
+  ModelConfig r = model_config_from_json(to_json(c));
+  EXPECT_EQ(to_json(r), to_json(c));
+  EXPECT_EQ(r.kernel_size, 9);
+  EXPECT_FALSE(r.dct_table_bias);
+  EXPECT_EQ(r.dims, (std::vector<int64_t>{128, 256, 512, 1024}));
+  // Only the differences from a preset are needed.
+  ModelConfig p = model_config_from_json(nlohmann::json{{"preset", "tiny"}, {"kernel_size", 5}});
+  EXPECT_EQ(p.disc_dim, 256);
+  EXPECT_EQ(p.kernel_size, 5);
+  auto expect_error = [](const nlohmann::json& j, const std::string& needle) {
+    try {
+      model_config_from_json(j);
+      ADD_FAILURE() << "no error for " << j.dump();
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  expect_error({{"kernal_size", 5}}, "unknown field 'kernal_size'");
+  expect_error({{"kernel_size", 4}}, "kernel_size");
+  expect_error({{"kernel_size", "7"}}, "kernel_size");
+  expect_error({{"activation", "relu"}}, "activation");
+  expect_error({{"depths", {1, 2, 3}}}, "depths");
+  expect_error({{"backbone", "giant"}}, "giant");
+  EXPECT_THROW(model_preset("huge-net"), Error);
+  ModelConfig a = model_preset("atto");
+  EXPECT_THROW(apply_ablation(a, "A21"), Error);
+  EXPECT_EQ(a.num_free_filters(), 1);
+}
+
+TEST(ModelUnits, BackboneFlopsMatchPublishedFigures) {
+  // reference/cpp-stack.md: forward GFLOP at 512^2 for atto / nano / tiny / base: 5.72 / 25.6 / 46.6 / 160.4.
+  const std::pair<const char*, double> cases[] = {{"atto", 5.72}, {"nano", 25.6}, {"tiny", 46.6}, {"base", 160.4}};
+  for (const auto& c : cases) {
+    std::vector<int64_t> dims, depths;
+    convnextv2_variant(c.first, dims, depths);
+    EXPECT_NEAR(backbone_flops(dims, depths, 512, 512) / 1e9, c.second, 0.06) << c.first;
+  }
+}
