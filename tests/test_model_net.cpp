@@ -206,9 +206,12 @@ TEST(ModelNet, FusedAndDenseDiscrepancyAgree) {
   m->eval();
   torch::NoGradGuard ng;
   Inputs in = make_inputs(1, 64, 64);
-  at::Tensor a = m->forward(in.rgb, in.dct, in.qt).seg_logits;
-  m->set_disc_impl("fused");
+  at::Tensor a = m->forward(in.rgb, in.dct, in.qt).seg_logits;  // default: fused in inference
+  m->set_disc_impl("dense");
   at::Tensor b = m->forward(in.rgb, in.dct, in.qt).seg_logits;
   EXPECT_LT(testutil::max_abs_diff(a, b), 1e-4);
+  EXPECT_GT(testutil::max_abs_diff(a, b), 0.0);  // really two implementations
+  m->set_disc_impl("fused");
+  EXPECT_TRUE(m->forward(in.rgb, in.dct, in.qt).seg_logits.equal(a));
   EXPECT_THROW(m->set_disc_impl("magic"), Error);
 }

@@ -317,6 +317,7 @@ TEST(ModelUnits, DiscrepancyInferenceCacheFollowsParameters) {
   cfg.disc_dim = 8;
   torch::manual_seed(4);
   model::Discrepancy disc(cfg, 5);
+  disc->set_impl("dense");  // the dense path with materialised, cached kernels
   at::Tensor x = torch::randn({1, 5, 12, 16});
   at::Tensor train_out = disc->forward(x);  // grad mode on: the differentiable ops::zero_sum path
   disc->eval();

@@ -57,8 +57,6 @@ DiffNetImpl::DiffNetImpl(const ModelConfig& cfg) : cfg_(cfg), parts_(std::make_s
 
 void DiffNetImpl::set_disc_impl(const std::string& impl) {
   if (impl != "dense" && impl != "fused") throw Error("disc_impl", "unknown implementation '" + impl + "' (dense|fused)");
-  if (impl == "fused" && (cfg_.filter != "zero_sum" || cfg_.activation != "abs"))
-    throw Error("disc_impl", "fused needs filter = zero_sum and activation = abs");
   cfg_.disc_impl = impl;
   for (auto& d : parts_->disc) d->set_impl(impl);
   if (parts_->disc_input) parts_->disc_input->set_impl(impl);

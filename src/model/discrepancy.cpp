@@ -63,8 +63,11 @@ at::Tensor FilterBank::kernels() const {
 at::Tensor FilterBank::forward(const at::Tensor& x, bool training) {
   const int64_t C = channels_, M = num_filters_;
   const bool inference = !training && !at::GradMode::is_enabled();
-  if (filter_ == "zero_sum" && (impl_ == "fused" || !inference))
-    return ops::zero_sum(x, theta, proj_weight, proj_bias, n_free_, impl_, activation_);
+  const bool fused_applies = filter_ == "zero_sum" && activation_ == "abs";
+  if (fused_applies && (impl_ == "fused" || (inference && !explicit_impl_)))
+    return ops::zero_sum(x, theta, proj_weight, proj_bias, n_free_, "fused", activation_);
+  if (filter_ == "zero_sum" && !inference)
+    return ops::zero_sum(x, theta, proj_weight, proj_bias, n_free_, "dense", activation_);
   at::Tensor k;
   if (inference) {
     const at::Tensor& src = filter_ == "srm" ? srm : theta;

@@ -1,6 +1,7 @@
 // `diffnet bench` for the model.
 #include "model/model_bench.h"
 
+#include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -26,6 +27,7 @@ int run_model_bench(const ModelBenchOptions& opt) {
   cfg.validate();
   torch::manual_seed(0);
   DiffNet model(cfg);
+  if (!opt.disc_impl.empty()) model->set_disc_impl(opt.disc_impl);  // also forces it for inference
   const int64_t B = opt.batch, S = opt.size;
   at::Tensor rgb = torch::randn({B, 3, S, S}).contiguous(at::MemoryFormat::ChannelsLast);
   at::Tensor dct = torch::randint(0, 21, {B, S, S}, at::kLong);
@@ -46,9 +48,7 @@ int run_model_bench(const ModelBenchOptions& opt) {
       rgb = rgb.to(at::kBFloat16);
     }
   }
-  Progress progress("bench " + opt.preset + " " + opt.mode, opt.warmup + opt.iters, opt.quiet || opt.json, 2.0);
-  for (int i = 0; i < opt.warmup + opt.iters; ++i) {
-    const double t0 = now_seconds();
+  auto iteration = [&] {
     if (opt.mode == "infer") {
       torch::NoGradGuard no_grad;
       DiffNetOutput out = model->forward(rgb, dct, qt);
@@ -60,11 +60,20 @@ int run_model_bench(const ModelBenchOptions& opt) {
       loss.backward();
       optim->step();
     }
+  };
+  Progress progress("bench " + opt.preset + " " + opt.mode, opt.warmup + opt.iters, opt.quiet || opt.json, 2.0);
+  for (int i = 0; i < opt.warmup + opt.iters; ++i) {
+    const double t0 = now_seconds();
+    iteration();
     const double dt = now_seconds() - t0;
     if (i >= opt.warmup) times.push_back(dt);
     progress.step();
   }
   progress.finish();
+  if (!opt.profile.empty()) {
+    torch::autograd::profiler::RecordProfile guard(opt.profile);
+    iteration();
+  }
   std::sort(times.begin(), times.end());
   const size_t n = times.size();
   const double med = n % 2 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);

@@ -18,6 +18,7 @@ struct ModelBenchOptions {
   std::string dtype = "f32";           // f32 | bf16 (inference only: model and input converted)
   bool json = false;
   bool quiet = false;                  // no progress line
+  std::string profile;                 // write a Chrome trace (autograd profiler) of one extra iteration here
 };
 
 // Runs the benchmark and prints one line (or one JSON object). Returns 0.

@@ -56,6 +56,7 @@ Registrar reg("bench", [](CLI::App& app) {
       ->capture_default_str();
   sub->add_flag("--json", m.json, "One JSON object instead of a text line");
   sub->add_flag("--quiet", m.quiet, "No progress line");
+  sub->add_option("--profile", m.profile, "Write a Chrome trace (LibTorch profiler) of one extra iteration to FILE");
   sub->add_option("--op", o->op, "Benchmark an operator instead of the model: zero-sum");
   sub->add_option("--device", o->device, "Device for --op (cpu | cuda)")->capture_default_str();
   sub->add_flag("--quick", o->quick, "With --op: small shapes only");
