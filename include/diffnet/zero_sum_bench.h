@@ -12,11 +12,15 @@ struct ZeroSumBenchOptions {
   bool quick = false;      // small shapes only (for tests)
   std::string layout = "channels_last";  // input layout: "channels_last" (as in the model) | "nchw"
   bool all_dense = false;  // time every dense LibTorch composition, one line each (how the best was picked)
+  std::string filter;      // only cases whose name contains this (e.g. "512-s4"); empty = all
+  // "wall" (default) or "cpu": process CPU time, robust on a shared machine when run with 1 thread.
+  // The environment variable DIFFNET_BENCH_CLOCK=cpu|wall overrides it (also for `diffnet bench`).
+  std::string clock = "wall";
 };
 
 // Runs the benchmark, printing to stdout: with json one line per case and pass,
 //   {"case":..,"shape":[B,C,H,W],"pass":"fwd"|"fwd+bwd","dense_ms":..,"fused_ms":..,"speedup":..,
-//    "dense_variant":..,"device":..,"layout":..,"threads":..}
+//    "dense_variant":..,"device":..,"layout":..,"threads":..,"clock":..}
 // else a table. "fwd" runs without autograd; "fwd+bwd" computes all four gradients. Returns 0; throws
 // diffnet::Error for bad options (unknown device/layout, cuda without CUDA kernels or device).
 int run_zero_sum_bench(const ZeroSumBenchOptions& opt);

@@ -18,6 +18,12 @@ namespace {
 // The raw kernels exist for M in {1, 2, 4}; M = 3 runs as M = 4 with a zero filter of zero weight.
 int64_t padded_filters(int64_t M) { return M <= 2 ? M : 4; }
 
+cpu::Strides strides_of(const at::Tensor& t) {
+  cpu::Strides s;
+  if (t.defined()) s.b = t.stride(0), s.c = t.stride(1), s.h = t.stride(2), s.w = t.stride(3);
+  return s;
+}
+
 std::string shape_str(const at::Tensor& t) {
   std::string s = "(";
   for (int64_t i = 0; i < t.dim(); ++i) s += (i ? ", " : "") + std::to_string(t.size(i));
@@ -89,9 +95,36 @@ void device_synchronize(const at::Device& device) {
   (void)device;
 }
 
-at::Tensor restore_layout(const at::Tensor& out, const at::Tensor& x) {
-  if (x.dim() == 4 && x.suggest_memory_format() == at::MemoryFormat::ChannelsLast)
-    return out.contiguous(at::MemoryFormat::ChannelsLast);
+bool is_channels_last(const at::Tensor& t) {
+  return t.dim() == 4 && t.size(1) > 1 && t.stride(1) == 1 && t.size(2) * t.size(3) > 1;
+}
+
+at::Tensor to_planes(const at::Tensor& t) {
+  if (t.is_cuda()) return t.contiguous();
+  if (!is_channels_last(t)) return t;
+  at::Tensor out = at::empty(t.sizes(), t.options());
+  cpu::ZeroSumShape s;
+  s.B = t.size(0), s.C = t.size(1), s.H = t.size(2), s.W = t.size(3);
+  if (t.scalar_type() == at::kDouble)
+    cpu::channels_last_to_planes<double>(t.data_ptr<double>(), strides_of(t), out.data_ptr<double>(), s);
+  else if (t.scalar_type() == at::kFloat)
+    cpu::channels_last_to_planes<float>(t.data_ptr<float>(), strides_of(t), out.data_ptr<float>(), s);
+  else
+    return t.contiguous();
+  return out;
+}
+
+at::Tensor to_layout(const at::Tensor& t, bool channels_last) {
+  if (!channels_last || t.dim() != 4 || t.size(1) <= 1 || t.size(2) * t.size(3) <= 1) return t;
+  if (t.is_cuda() || (t.scalar_type() != at::kFloat && t.scalar_type() != at::kDouble) || !t.is_contiguous())
+    return t.contiguous(at::MemoryFormat::ChannelsLast);
+  at::Tensor out = at::empty(t.sizes(), t.options().memory_format(at::MemoryFormat::ChannelsLast));
+  cpu::ZeroSumShape s;
+  s.B = t.size(0), s.C = t.size(1), s.H = t.size(2), s.W = t.size(3);
+  if (t.scalar_type() == at::kDouble)
+    cpu::planes_to_channels_last<double>(t.data_ptr<double>(), out.data_ptr<double>(), strides_of(out), s);
+  else
+    cpu::planes_to_channels_last<float>(t.data_ptr<float>(), out.data_ptr<float>(), strides_of(out), s);
   return out;
 }
 
@@ -104,23 +137,26 @@ at::Tensor fused_forward(const at::Tensor& x_in, const at::Tensor& kern_in, cons
     kern = at::cat({kern, at::zeros({C, Mp - M, KK}, kern.options())}, 1);
     weight = at::cat({weight, at::zeros({C, Mp - M}, weight.options())}, 1);
   }
-  at::Tensor x = x_in.contiguous();
   kern = kern.contiguous();
   weight = weight.contiguous();
   at::Tensor bias = bias_in.contiguous();
 #ifdef DIFFNET_WITH_CUDA
-  if (x.is_cuda()) return fused_forward_cuda(x, kern, weight, bias);
+  if (x_in.is_cuda()) return fused_forward_cuda(x_in.contiguous(), kern, weight, bias);
 #endif
+  // CPU: the kernels read any strides in place.
+  const at::Tensor& x = x_in;
   at::Tensor out = at::empty(x.sizes(), x.options());
   cpu::ZeroSumShape s;
   s.B = x.size(0), s.C = C, s.H = x.size(2), s.W = x.size(3), s.M = Mp;
   s.K = static_cast<int64_t>(std::lround(std::sqrt(static_cast<double>(KK))));
   if (x.scalar_type() == at::kDouble)
-    cpu::zero_sum_forward_cpu<double>(x.data_ptr<double>(), kern.data_ptr<double>(), weight.data_ptr<double>(),
-                                      bias.data_ptr<double>(), out.data_ptr<double>(), s);
+    cpu::zero_sum_forward_cpu<double>(x.data_ptr<double>(), strides_of(x), kern.data_ptr<double>(),
+                                      weight.data_ptr<double>(), bias.data_ptr<double>(), out.data_ptr<double>(),
+                                      strides_of(out), s);
   else
-    cpu::zero_sum_forward_cpu<float>(x.data_ptr<float>(), kern.data_ptr<float>(), weight.data_ptr<float>(),
-                                     bias.data_ptr<float>(), out.data_ptr<float>(), s);
+    cpu::zero_sum_forward_cpu<float>(x.data_ptr<float>(), strides_of(x), kern.data_ptr<float>(),
+                                     weight.data_ptr<float>(), bias.data_ptr<float>(), out.data_ptr<float>(),
+                                     strides_of(out), s);
   return out;
 }
 
@@ -133,14 +169,14 @@ std::vector<at::Tensor> fused_backward(const at::Tensor& x_in, const at::Tensor&
     kern = at::cat({kern, at::zeros({C, Mp - M, KK}, kern.options())}, 1);
     weight = at::cat({weight, at::zeros({C, Mp - M}, weight.options())}, 1);
   }
-  at::Tensor x = x_in.contiguous(), g = grad_in.contiguous();
   kern = kern.contiguous();
   weight = weight.contiguous();
   std::vector<at::Tensor> r;
 #ifdef DIFFNET_WITH_CUDA
-  if (x.is_cuda()) r = fused_backward_cuda(x, g, kern, weight, need_dx);
+  if (x_in.is_cuda()) r = fused_backward_cuda(x_in.contiguous(), grad_in.contiguous(), kern, weight, need_dx);
 #endif
   if (r.empty()) {
+    const at::Tensor &x = x_in, &g = grad_in;
     at::Tensor dx = need_dx ? at::empty(x.sizes(), x.options()) : at::Tensor();
     at::Tensor dk = at::empty({C, Mp, KK}, x.options());
     at::Tensor dw = at::empty({C, Mp}, x.options());
@@ -149,12 +185,14 @@ std::vector<at::Tensor> fused_backward(const at::Tensor& x_in, const at::Tensor&
     s.B = x.size(0), s.C = C, s.H = x.size(2), s.W = x.size(3), s.M = Mp;
     s.K = static_cast<int64_t>(std::lround(std::sqrt(static_cast<double>(KK))));
     if (x.scalar_type() == at::kDouble)
-      cpu::zero_sum_backward_cpu<double>(x.data_ptr<double>(), g.data_ptr<double>(), kern.data_ptr<double>(),
-                                         weight.data_ptr<double>(), need_dx ? dx.data_ptr<double>() : nullptr,
+      cpu::zero_sum_backward_cpu<double>(x.data_ptr<double>(), strides_of(x), g.data_ptr<double>(), strides_of(g),
+                                         kern.data_ptr<double>(), weight.data_ptr<double>(),
+                                         need_dx ? dx.data_ptr<double>() : nullptr, strides_of(dx),
                                          dk.data_ptr<double>(), dw.data_ptr<double>(), db.data_ptr<double>(), s);
     else
-      cpu::zero_sum_backward_cpu<float>(x.data_ptr<float>(), g.data_ptr<float>(), kern.data_ptr<float>(),
-                                        weight.data_ptr<float>(), need_dx ? dx.data_ptr<float>() : nullptr,
+      cpu::zero_sum_backward_cpu<float>(x.data_ptr<float>(), strides_of(x), g.data_ptr<float>(), strides_of(g),
+                                        kern.data_ptr<float>(), weight.data_ptr<float>(),
+                                        need_dx ? dx.data_ptr<float>() : nullptr, strides_of(dx),
                                         dk.data_ptr<float>(), dw.data_ptr<float>(), db.data_ptr<float>(), s);
     r = {dx, dk, dw, db};
   }
@@ -230,12 +268,13 @@ at::Tensor zero_sum_infer(const at::Tensor& x, const ZeroSumCoefficients& coeffs
   auto to_x = [&](const at::Tensor& t) { return t.to(x.device(), x.scalar_type()); };
   if (impl == "dense")
     return detail::dense_from_kernels(x, to_x(coeffs.kernels).view({C, M, K, K}), to_x(coeffs.weight),
-                                      to_x(coeffs.bias), activation, detail::kDenseVariant);
+                                      to_x(coeffs.bias), activation, detail::dense_variant_for(x.size(2), x.size(3)));
   if (impl != "fused") throw Error("zero_sum", "unknown implementation '" + impl + "' (dense|fused|auto)");
   if (activation != "abs")
     throw Error("zero_sum", "the fused implementation supports activation 'abs' only, got '" + activation + "'");
-  at::Tensor out = detail::fused_forward(x, to_x(coeffs.kernels), to_x(coeffs.weight), to_x(coeffs.bias));
-  return detail::restore_layout(out, x);
+  at::Tensor out =
+      detail::fused_forward(detail::to_planes(x), to_x(coeffs.kernels), to_x(coeffs.weight), to_x(coeffs.bias));
+  return detail::to_layout(out, detail::is_channels_last(x));
 }
 
 }  // namespace diffnet::ops

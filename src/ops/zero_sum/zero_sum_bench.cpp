@@ -6,7 +6,10 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include <time.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <cstdio>
 #include <functional>
 #include <string>
@@ -35,15 +38,21 @@ std::vector<BenchCase> bench_cases(bool quick) {
   return cases;
 }
 
-double median_ms(int iters, const at::Device& device, const std::function<void()>& fn) {
+double cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+double median_ms(int iters, const at::Device& device, bool cpu_clock, const std::function<void()>& fn) {
   fn();  // warm-up
   detail::device_synchronize(device);
   std::vector<double> t;
   for (int i = 0; i < iters; ++i) {
-    const double t0 = now_seconds();
+    const double t0 = cpu_clock ? cpu_seconds() : now_seconds();
     fn();
     detail::device_synchronize(device);
-    t.push_back((now_seconds() - t0) * 1e3);
+    t.push_back(((cpu_clock ? cpu_seconds() : now_seconds()) - t0) * 1e3);
   }
   std::sort(t.begin(), t.end());
   return t.size() % 2 ? t[t.size() / 2] : 0.5 * (t[t.size() / 2 - 1] + t[t.size() / 2]);
@@ -63,16 +72,21 @@ int run_zero_sum_bench(const ZeroSumBenchOptions& opt) {
   } else if (opt.device != "cpu") {
     throw Error("bench", "device must be cpu or cuda, got '" + opt.device + "'");
   }
+  std::string clock = opt.clock;
+  if (const char* env = std::getenv("DIFFNET_BENCH_CLOCK")) clock = env;
+  if (clock != "wall" && clock != "cpu") throw Error("bench", "clock must be wall or cpu, got '" + clock + "'");
+  const bool cpu_clock = clock == "cpu";
   const int64_t K = 7, M = 2, n_free = 1;
-  std::vector<std::string> variants = {detail::kDenseVariant};
-  if (opt.all_dense) variants = detail::dense_variants();
+
   if (!opt.json)
-    std::printf("zero-sum K=%ld M=%ld, %s, %d threads, input %s, median of %d after 1 warm-up\n"
+    std::printf("zero-sum K=%ld M=%ld, %s, %d threads, input %s, %s time, median of %d after 1 warm-up\n"
                 "%-18s %-20s %-8s %-16s %10s %10s %8s\n",
-                (long)K, (long)M, device.str().c_str(), at::get_num_threads(), opt.layout.c_str(), opt.iters,
+                (long)K, (long)M, device.str().c_str(), at::get_num_threads(), opt.layout.c_str(), clock.c_str(),
+                opt.iters,
                 "case", "shape", "pass", "dense variant", "dense ms", "fused ms", "speedup");
   auto gen = at::make_generator<at::CPUGeneratorImpl>(1234);
   for (const BenchCase& bc : bench_cases(opt.quick)) {
+    if (!opt.filter.empty() && bc.name.find(opt.filter) == std::string::npos) continue;
     auto fopt = at::TensorOptions().dtype(at::kFloat);
     at::Tensor x = at::normal(0.0, 1.0, {bc.B, bc.C, bc.H, bc.W}, gen, fopt).to(device);
     if (opt.layout == "channels_last") x = x.contiguous(at::MemoryFormat::ChannelsLast);
@@ -97,18 +111,21 @@ int run_zero_sum_bench(const ZeroSumBenchOptions& opt) {
         out.backward(g);
       };
     };
+    std::vector<std::string> variants = {detail::dense_variant_for(bc.H, bc.W)};
+    if (opt.all_dense) variants = detail::dense_variants();
     const char* passes[] = {"fwd", "fwd+bwd"};
     for (int p = 0; p < 2; ++p) {
-      const double fused_ms = median_ms(opt.iters, device, p == 0 ? fwd("fused") : train("fused"));
+      const double fused_ms = median_ms(opt.iters, device, cpu_clock, p == 0 ? fwd("fused") : train("fused"));
       for (const std::string& v : variants) {
-        const double dense_ms = median_ms(opt.iters, device, p == 0 ? fwd(v) : train(v));
+        const double dense_ms = median_ms(opt.iters, device, cpu_clock, p == 0 ? fwd(v) : train(v));
         const double speedup = dense_ms / fused_ms;
         if (opt.json) {
           std::printf("{\"case\":\"%s\",\"shape\":[%ld,%ld,%ld,%ld],\"pass\":\"%s\",\"dense_ms\":%.3f,"
                       "\"fused_ms\":%.3f,\"speedup\":%.3f,\"dense_variant\":\"%s\",\"device\":\"%s\","
-                      "\"layout\":\"%s\",\"threads\":%d}\n",
+                      "\"layout\":\"%s\",\"threads\":%d,\"clock\":\"%s\"}\n",
                       bc.name.c_str(), (long)bc.B, (long)bc.C, (long)bc.H, (long)bc.W, passes[p], dense_ms,
-                      fused_ms, speedup, v.c_str(), device.str().c_str(), opt.layout.c_str(), at::get_num_threads());
+                      fused_ms, speedup, v.c_str(), device.str().c_str(), opt.layout.c_str(), at::get_num_threads(),
+                      clock.c_str());
         } else {
           char shape[64];
           std::snprintf(shape, sizeof(shape), "%ldx%ldx%ldx%ld", (long)bc.B, (long)bc.C, (long)bc.H, (long)bc.W);

@@ -21,17 +21,25 @@ at::Tensor theta_grad(const at::Tensor& dkern, const at::Tensor& theta, int64_t 
 void check_fused_args(const at::Tensor& x, const at::Tensor& theta, const at::Tensor& weight,
                       const at::Tensor& bias);
 
-// Forward on full kernels: x (B,C,H,W) any layout, kern (C,M,K*K), weight (C,M), bias (C), same dtype and
-// device. Returns (B,C,H,W) contiguous NCHW.
+// Forward on full kernels: x (B,C,H,W) any layout (pass to_planes(x) for speed), kern (C,M,K*K),
+// weight (C,M), bias (C), same dtype and device. Returns (B,C,H,W) contiguous NCHW.
 at::Tensor fused_forward(const at::Tensor& x, const at::Tensor& kern, const at::Tensor& weight,
                          const at::Tensor& bias);
 
-// Backward on full kernels: returns {dx (undefined unless need_dx), dkern (C,M,K*K), dweight, dbias}.
+// Backward on full kernels: returns {dx (undefined unless need_dx; contiguous NCHW), dkern (C,M,K*K),
+// dweight, dbias}.
 std::vector<at::Tensor> fused_backward(const at::Tensor& x, const at::Tensor& grad, const at::Tensor& kern,
                                        const at::Tensor& weight, bool need_dx);
 
-// out in the layout the caller's input suggests: channels_last when x is channels_last, else as is.
-at::Tensor restore_layout(const at::Tensor& out, const at::Tensor& x);
+// Layout handling around the kernels. The CPU kernels read and write (b, c) planes with any strides, but
+// gathering planes from a channel-innermost (channels_last) tensor is slow, so such tensors are converted
+// with the tiled transposes of cpu/zero_sum_kernel.h (faster than ATen's copy here). CUDA: contiguous().
+//   is_channels_last(t)   channel stride 1 with C > 1 (what the model's activations are)
+//   to_planes(t)          t itself when the kernels can read it in place, else a contiguous NCHW copy
+//   to_layout(t, cl)      t (contiguous NCHW) as channels_last when cl, else t
+bool is_channels_last(const at::Tensor& t);
+at::Tensor to_planes(const at::Tensor& t);
+at::Tensor to_layout(const at::Tensor& t, bool channels_last);
 
 // Per-channel projection of the responses v (B, C, M, H, W): sum_m weight[c,m] v[:,c,m] + bias[c].
 at::Tensor project(const at::Tensor& v, const at::Tensor& weight, const at::Tensor& bias);
@@ -46,8 +54,9 @@ at::Tensor project(const at::Tensor& v, const at::Tensor& weight, const at::Tens
 std::vector<std::string> dense_variants();
 at::Tensor dense_from_kernels(const at::Tensor& x, const at::Tensor& kernels, const at::Tensor& weight,
                               const at::Tensor& bias, const std::string& activation, const std::string& variant);
-// The composition zero_sum_dense uses (fastest on the 2-core CPU for forward+backward, docs/ops.md).
-inline constexpr const char* kDenseVariant = "split_cl";
+// The composition zero_sum_dense uses for an H x W map: the fastest for forward+backward on the 2-core
+// CPU with channels_last input (docs/ops.md): split_cl up to 32x32, split above.
+inline const char* dense_variant_for(int64_t H, int64_t W) { return H * W <= 32 * 32 ? "split_cl" : "split"; }
 
 // Waits for queued device work (no-op on the CPU), for timing.
 void device_synchronize(const at::Device& device);

@@ -134,33 +134,44 @@ struct PlaneKernels {
     int64_t ld, rows_xp;         // reflected input xp: (rows_xp, ld), x~(y, x) at xp[(y+R)*ld + x+R]
     int64_t ldz, rows_z;         // gu buffers gz_m: (rows_z, ldz), gu(y, x) at gz[(y+2R)*ldz + x+2R]
     int64_t ldd, rows_d;         // halo-extended input gradient dxp: (rows_d, ldd)
+    int64_t ldg, rows_g;         // staged upstream gradient: (rows_g, ldg), zero-padded
     Geometry(int64_t h, int64_t w) : H(h), W(w) {
       ld = round_up(round_up(W, N) + 2 * R, N);
       rows_xp = round_up(H, RB) + 2 * R;
       ldd = round_up(W + 2 * R, N);
       rows_d = round_up(H + 2 * R, RBX);
       ldz = round_up(ldd + 2 * R, N);
-      rows_z = rows_d + 2 * R;
+      rows_z = std::max(rows_d, round_up(H, RB)) + 2 * R;
+      ldg = round_up(W, N);
+      rows_g = round_up(H, RB);
     }
   };
 
-  // Reflected copy of one plane (x~ on [-R, H+R) x [-R, W+R)); columns past W+2R stay zero.
-  __attribute__((noinline)) static void reflect_plane(const T* src, T* xp, const Geometry& g, const int64_t* colsrc) {
+  // Reflected copy of one plane (x~ on [-R, H+R) x [-R, W+R)) from a strided source (row stride sh,
+  // column stride sw); columns past W+2R stay zero.
+  __attribute__((noinline)) static void reflect_plane(const T* src, int64_t sh, int64_t sw, T* xp, const Geometry& g,
+                                                      const int64_t* colsrc) {
     const int64_t H = g.H, W = g.W;
     for (int64_t Y = 0; Y < H + 2 * R; ++Y) {
-      const T* s = src + reflect(Y - R, H) * W;
+      const T* s = src + reflect(Y - R, H) * sh;
       T* d = xp + Y * g.ld;
-      for (int64_t X = 0; X < R; ++X) d[X] = s[colsrc[X]];
-      std::memcpy(d + R, s, sizeof(T) * W);
-      for (int64_t X = W + R; X < W + 2 * R; ++X) d[X] = s[colsrc[X]];
+      for (int64_t X = 0; X < R; ++X) d[X] = s[colsrc[X] * sw];
+      if (sw == 1) {
+        std::memcpy(d + R, s, sizeof(T) * W);
+      } else {
+        for (int64_t j = 0; j < W; ++j) d[R + j] = s[j * sw];
+      }
+      for (int64_t X = W + R; X < W + 2 * R; ++X) d[X] = s[colsrc[X] * sw];
     }
   }
 
-  // res[j][m] = correlation of rows y0+j with filter m at columns [x, x+N). Not inlined into its callers:
-  // on its own the compiler keeps the RB*M accumulators in registers (inlined into the backward epilogue
-  // it spilled them).
-  __attribute__((noinline)) static void corr_block(const T* xp, int64_t ld, const T* kern, int64_t y0,
-                                                    int64_t x, V (&res)[RB][M]) {
+  // Correlation of rows y0+j with filter m at columns [x, x+N) into RB*M register accumulators, then
+  // epi(acc). Not inlined into the row/column loops: there the compiler hoisted the coefficient
+  // broadcasts and spilled the accumulators; one block per call keeps them in registers, and the epilogue
+  // consumes them directly (no store/reload of the accumulators).
+  template <class Epi>
+  __attribute__((noinline)) static void corr_block(const T* xp, int64_t ld, const T* kern, int64_t y0, int64_t x,
+                                                    const Epi& epi) {
     V acc[RB][M];
 #pragma GCC unroll 8
     for (int j = 0; j < RB; ++j)
@@ -182,70 +193,71 @@ struct PlaneKernels {
         }
       }
     }
-#pragma GCC unroll 8
-    for (int j = 0; j < RB; ++j)
-#pragma GCC unroll 4
-      for (int m = 0; m < M; ++m) res[j][m] = acc[j][m];
+    epi(acc);
   }
 
-  __attribute__((noinline)) static void forward(const T* xp, const Geometry& g, const T* kern, const T* w, T bias, T* out) {
+  // Output plane with row stride oh and column stride ow.
+  __attribute__((noinline)) static void forward(const T* xp, const Geometry& g, const T* kern, const T* w, T bias,
+                                                T* out, int64_t oh, int64_t ow) {
     const int64_t H = g.H, W = g.W;
-    alignas(64) T tmp[N];
     for (int64_t y0 = 0; y0 < H; y0 += RB) {
       for (int64_t x = 0; x < W; x += N) {
-        V acc[RB][M];
-        corr_block(xp, g.ld, kern, y0, x, acc);
+        corr_block(xp, g.ld, kern, y0, x, [&](const V (&acc)[RB][M]) {
 #pragma GCC unroll 8
-        for (int j = 0; j < RB; ++j) {
-          if (y0 + j >= H) break;
-          V o = V{} + bias;
+          for (int j = 0; j < RB; ++j) {
+            if (y0 + j >= H) break;
+            V o = V{} + bias;
 #pragma GCC unroll 4
-          for (int m = 0; m < M; ++m) o += w[m] * vabs<T>(acc[j][m]);
-          T* dst = out + (y0 + j) * W + x;
-          if (x + N <= W) {
-            storeu(dst, o);
-          } else {
-            storeu(tmp, o);
-            std::memcpy(dst, tmp, sizeof(T) * (W - x));
+            for (int m = 0; m < M; ++m) o += w[m] * vabs<T>(acc[j][m]);
+            T* dst = out + (y0 + j) * oh + x * ow;
+            if (ow == 1 && x + N <= W) {
+              storeu(dst, o);
+            } else {
+              alignas(64) T tmp[N];
+              storeu(tmp, o);
+              const int64_t n = std::min<int64_t>(N, W - x);
+              for (int64_t i = 0; i < n; ++i) dst[i * ow] = tmp[i];
+            }
           }
-        }
+        });
       }
     }
   }
 
-  // Step 1 of backward: gz_m = g * w_m * sign(u_m) (zero outside the plane), dw_m += sum g |u_m|,
-  // db += sum g.
-  __attribute__((noinline)) static void recompute(const T* xp, const Geometry& geo, const T* kern, const T* w, const T* g,
-                        T* gz, double* dw, double* db) {
+  // Zero-padded copy of the upstream gradient plane: (rows_g, ldg), zero past H rows and W columns.
+  static void stage_grad(const T* g, int64_t gh, int64_t gw, const Geometry& geo, T* gp) {
+    for (int64_t y = 0; y < geo.H; ++y) {
+      if (gw == 1) {
+        std::memcpy(gp + y * geo.ldg, g + y * gh, sizeof(T) * geo.W);
+      } else {
+        for (int64_t j = 0; j < geo.W; ++j) gp[y * geo.ldg + j] = g[y * gh + j * gw];
+      }
+    }
+  }
+
+  // Step 1 of backward: gz_m = g * w_m * sign(u_m) (zero outside the plane), dw_m = sum g |u_m|,
+  // db = sum g. gp: the staged gradient (stage_grad); rows past H give g = 0, so gz stays zero there.
+  __attribute__((noinline)) static void recompute(const T* xp, const Geometry& geo, const T* kern, const T* w,
+                                                  const T* gp, T* gz, double* dw, double* db) {
     const int64_t H = geo.H, W = geo.W, zplane = geo.rows_z * geo.ldz;
     V dwacc[M];
     for (int m = 0; m < M; ++m) dwacc[m] = V{};
     V dbacc{};
-    alignas(64) T tmp[N];
     for (int64_t y0 = 0; y0 < H; y0 += RB) {
       for (int64_t x = 0; x < W; x += N) {
-        V acc[RB][M];
-        corr_block(xp, geo.ld, kern, y0, x, acc);
+        corr_block(xp, geo.ld, kern, y0, x, [&](const V (&acc)[RB][M]) {
 #pragma GCC unroll 8
-        for (int j = 0; j < RB; ++j) {
-          const int64_t y = y0 + j;
-          if (y >= H) break;
-          V gv;
-          if (x + N <= W) {
-            gv = loadu<V>(g + y * W + x);
-          } else {
-            std::memset(tmp, 0, sizeof(tmp));
-            std::memcpy(tmp, g + y * W + x, sizeof(T) * (W - x));
-            gv = loadu<V>(tmp);
-          }
-          dbacc += gv;
-          T* zrow = gz + (y + 2 * R) * geo.ldz + x + 2 * R;
+          for (int j = 0; j < RB; ++j) {
+            const V gv = loadu<V>(gp + (y0 + j) * geo.ldg + x);
+            dbacc += gv;
+            T* zrow = gz + (y0 + j + 2 * R) * geo.ldz + x + 2 * R;
 #pragma GCC unroll 4
-          for (int m = 0; m < M; ++m) {
-            dwacc[m] += gv * vabs<T>(acc[j][m]);
-            storeu(zrow + m * zplane, times_sign<T>(gv * w[m], acc[j][m]));
+            for (int m = 0; m < M; ++m) {
+              dwacc[m] += gv * vabs<T>(acc[j][m]);
+              storeu(zrow + m * zplane, times_sign<T>(gv * w[m], acc[j][m]));
+            }
           }
-        }
+        });
       }
     }
     for (int m = 0; m < M; ++m) dw[m] = hsum<T>(dwacc[m]);
@@ -324,7 +336,8 @@ struct PlaneKernels {
   }
 
   // Step 4: fold the halo of dxp onto the reflected interior sources, write the plane's dx.
-  __attribute__((noinline)) static void fold(T* dxp, const Geometry& geo, const int64_t* colsrc, T* dx) {
+  __attribute__((noinline)) static void fold(T* dxp, const Geometry& geo, const int64_t* colsrc, T* dx, int64_t dh,
+                                             int64_t dw) {
     const int64_t H = geo.H, W = geo.W, ldd = geo.ldd;
     for (int64_t P = 0; P < H + 2 * R; ++P) {
       T* row = dxp + P * ldd;
@@ -338,7 +351,14 @@ struct PlaneKernels {
     };
     for (int64_t P = 0; P < R; ++P) fold_row(P);
     for (int64_t P = H + R; P < H + 2 * R; ++P) fold_row(P);
-    for (int64_t i = 0; i < H; ++i) std::memcpy(dx + i * W, dxp + (i + R) * ldd + R, sizeof(T) * W);
+    for (int64_t i = 0; i < H; ++i) {
+      const T* s = dxp + (i + R) * ldd + R;
+      if (dw == 1) {
+        std::memcpy(dx + i * dh, s, sizeof(T) * W);
+      } else {
+        for (int64_t j = 0; j < W; ++j) dx[i * dh + j * dw] = s[j];
+      }
+    }
   }
 
   static std::vector<int64_t> column_sources(int64_t W) {
@@ -347,25 +367,24 @@ struct PlaneKernels {
     return c;
   }
 
-  static void run_forward(const T* x, const T* kern, const T* weight, const T* bias, T* out,
-                          const ZeroSumShape& s) {
-    const int64_t HW = s.H * s.W;
+  static void run_forward(const T* x, const Strides& xs, const T* kern, const T* weight, const T* bias, T* out,
+                          const Strides& os, const ZeroSumShape& s) {
     at::parallel_for(0, s.B * s.C, 1, [&](int64_t begin, int64_t end) {
       Geometry geo(s.H, s.W);
       const std::vector<int64_t> colsrc = column_sources(s.W);
       Buffer<T> xp;
       xp.resize_zero(geo.rows_xp * geo.ld);
       for (int64_t p = begin; p < end; ++p) {
-        const int64_t c = p % s.C;
-        reflect_plane(x + p * HW, xp.ptr, geo, colsrc.data());
-        forward(xp.ptr, geo, kern + c * M * KK, weight + c * M, bias[c], out + p * HW);
+        const int64_t b = p / s.C, c = p % s.C;
+        reflect_plane(x + b * xs.b + c * xs.c, xs.h, xs.w, xp.ptr, geo, colsrc.data());
+        forward(xp.ptr, geo, kern + c * M * KK, weight + c * M, bias[c], out + b * os.b + c * os.c, os.h, os.w);
       }
     });
   }
 
-  static void run_backward(const T* x, const T* gout, const T* kern, const T* weight, T* dx,
-                           double* dk_part, double* dw_part, double* db_part, const ZeroSumShape& s) {
-    const int64_t HW = s.H * s.W;
+  static void run_backward(const T* x, const Strides& xs, const T* gout, const Strides& gs, const T* kern,
+                           const T* weight, T* dx, const Strides& dxs, double* dk_part, double* dw_part,
+                           double* db_part, const ZeroSumShape& s) {
     // Flipped kernels for the input gradient, per channel.
     std::vector<T> kflip(s.C * M * KK);
     for (int64_t i = 0; i < s.C * M; ++i)
@@ -373,19 +392,20 @@ struct PlaneKernels {
     at::parallel_for(0, s.B * s.C, 1, [&](int64_t begin, int64_t end) {
       Geometry geo(s.H, s.W);
       const std::vector<int64_t> colsrc = column_sources(s.W);
-      Buffer<T> xp, gz, dxp;
+      Buffer<T> xp, gz, dxp, gp;
       xp.resize_zero(geo.rows_xp * geo.ld);
+      gp.resize_zero(geo.rows_g * geo.ldg);
       gz.resize_zero(M * geo.rows_z * geo.ldz);
       if (dx) dxp.resize_zero(geo.rows_d * geo.ldd);
       for (int64_t p = begin; p < end; ++p) {
-        const int64_t c = p % s.C;
-        reflect_plane(x + p * HW, xp.ptr, geo, colsrc.data());
-        recompute(xp.ptr, geo, kern + c * M * KK, weight + c * M, gout + p * HW, gz.ptr,
-                  dw_part + p * M, db_part + p);
+        const int64_t b = p / s.C, c = p % s.C;
+        reflect_plane(x + b * xs.b + c * xs.c, xs.h, xs.w, xp.ptr, geo, colsrc.data());
+        stage_grad(gout + b * gs.b + c * gs.c, gs.h, gs.w, geo, gp.ptr);
+        recompute(xp.ptr, geo, kern + c * M * KK, weight + c * M, gp.ptr, gz.ptr, dw_part + p * M, db_part + p);
         kernel_grad(xp.ptr, geo, gz.ptr, dk_part + p * M * KK);
         if (dx) {
           input_grad_halo(gz.ptr, geo, kflip.data() + c * M * KK, dxp.ptr);
-          fold(dxp.ptr, geo, colsrc.data(), dx + p * HW);
+          fold(dxp.ptr, geo, colsrc.data(), dx + b * dxs.b + c * dxs.c, dxs.h, dxs.w);
         }
       }
     });
@@ -412,15 +432,16 @@ bool zero_sum_cpu_supported(int64_t K, int64_t M) {
 }
 
 template <typename T>
-void zero_sum_forward_cpu(const T* x, const T* kern, const T* weight, const T* bias, T* out,
-                          const ZeroSumShape& s) {
+void zero_sum_forward_cpu(const T* x, const Strides& xs, const T* kern, const T* weight, const T* bias, T* out,
+                          const Strides& os, const ZeroSumShape& s) {
   if (s.B * s.C * s.H * s.W == 0) return;
-  dispatch<T>(s.K, s.M, [&](auto k) { decltype(k)::run_forward(x, kern, weight, bias, out, s); });
+  dispatch<T>(s.K, s.M, [&](auto k) { decltype(k)::run_forward(x, xs, kern, weight, bias, out, os, s); });
 }
 
 template <typename T>
-void zero_sum_backward_cpu(const T* x, const T* g, const T* kern, const T* weight, T* dx, T* dkern,
-                           T* dweight, T* dbias, const ZeroSumShape& s) {
+void zero_sum_backward_cpu(const T* x, const Strides& xs, const T* g, const Strides& gs, const T* kern,
+                           const T* weight, T* dx, const Strides& dxs, T* dkern, T* dweight, T* dbias,
+                           const ZeroSumShape& s) {
   const int64_t P = s.B * s.C, KK = s.K * s.K;
   if (P * s.H * s.W == 0) {
     if (dkern) std::fill(dkern, dkern + s.C * s.M * KK, T(0));
@@ -431,7 +452,8 @@ void zero_sum_backward_cpu(const T* x, const T* g, const T* kern, const T* weigh
   // Phase 1: one partial per (b, c) plane.
   std::vector<double> dk_part(P * s.M * KK), dw_part(P * s.M), db_part(P);
   dispatch<T>(s.K, s.M, [&](auto k) {
-    decltype(k)::run_backward(x, g, kern, weight, dx, dk_part.data(), dw_part.data(), db_part.data(), s);
+    decltype(k)::run_backward(x, xs, g, gs, kern, weight, dx, dxs, dk_part.data(), dw_part.data(), db_part.data(),
+                              s);
   });
   // Phase 2: fixed-order sums over the batch.
   for (int64_t c = 0; c < s.C; ++c) {
@@ -451,13 +473,70 @@ void zero_sum_backward_cpu(const T* x, const T* g, const T* kern, const T* weigh
   }
 }
 
-template void zero_sum_forward_cpu<float>(const float*, const float*, const float*, const float*, float*,
-                                          const ZeroSumShape&);
-template void zero_sum_forward_cpu<double>(const double*, const double*, const double*, const double*,
-                                           double*, const ZeroSumShape&);
-template void zero_sum_backward_cpu<float>(const float*, const float*, const float*, const float*, float*,
-                                           float*, float*, float*, const ZeroSumShape&);
-template void zero_sum_backward_cpu<double>(const double*, const double*, const double*, const double*,
-                                            double*, double*, double*, double*, const ZeroSumShape&);
+template <typename T>
+void channels_last_to_planes(const T* src, const Strides& ss, T* dst, const ZeroSumShape& s) {
+  // dst (B, C, H, W) contiguous. Tiles of 16 pixels x 16 channels: a tile reads 16 runs of 16 channels
+  // and writes 16 runs of 16 pixels, so both sides use whole cache lines.
+  constexpr int64_t kT = 16;
+  const int64_t HW = s.H * s.W;
+  at::parallel_for(0, s.B * s.H, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t b = r / s.H, y = r % s.H;
+      for (int64_t x0 = 0; x0 < s.W; x0 += kT) {
+        const int64_t nx = std::min(kT, s.W - x0);
+        for (int64_t c0 = 0; c0 < s.C; c0 += kT) {
+          const int64_t nc = std::min(kT, s.C - c0);
+          T t[kT][kT];
+          for (int64_t i = 0; i < nx; ++i) {
+            const T* p = src + b * ss.b + y * ss.h + (x0 + i) * ss.w + c0 * ss.c;
+            for (int64_t c = 0; c < nc; ++c) t[c][i] = p[c * ss.c];
+          }
+          for (int64_t c = 0; c < nc; ++c)
+            std::memcpy(dst + (b * s.C + c0 + c) * HW + y * s.W + x0, t[c], sizeof(T) * nx);
+        }
+      }
+    }
+  });
+}
+
+template <typename T>
+void planes_to_channels_last(const T* src, T* dst, const Strides& ds, const ZeroSumShape& s) {
+  constexpr int64_t kT = 16;
+  const int64_t HW = s.H * s.W;
+  at::parallel_for(0, s.B * s.H, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t b = r / s.H, y = r % s.H;
+      for (int64_t x0 = 0; x0 < s.W; x0 += kT) {
+        const int64_t nx = std::min(kT, s.W - x0);
+        for (int64_t c0 = 0; c0 < s.C; c0 += kT) {
+          const int64_t nc = std::min(kT, s.C - c0);
+          T t[kT][kT];
+          for (int64_t c = 0; c < nc; ++c)
+            std::memcpy(t[c], src + (b * s.C + c0 + c) * HW + y * s.W + x0, sizeof(T) * nx);
+          for (int64_t i = 0; i < nx; ++i) {
+            T* p = dst + b * ds.b + y * ds.h + (x0 + i) * ds.w + c0 * ds.c;
+            for (int64_t c = 0; c < nc; ++c) p[c * ds.c] = t[c][i];
+          }
+        }
+      }
+    }
+  });
+}
+
+template void zero_sum_forward_cpu<float>(const float*, const Strides&, const float*, const float*, const float*,
+                                          float*, const Strides&, const ZeroSumShape&);
+template void zero_sum_forward_cpu<double>(const double*, const Strides&, const double*, const double*,
+                                           const double*, double*, const Strides&, const ZeroSumShape&);
+template void zero_sum_backward_cpu<float>(const float*, const Strides&, const float*, const Strides&, const float*,
+                                           const float*, float*, const Strides&, float*, float*, float*,
+                                           const ZeroSumShape&);
+template void zero_sum_backward_cpu<double>(const double*, const Strides&, const double*, const Strides&,
+                                            const double*, const double*, double*, const Strides&, double*, double*,
+                                            double*, const ZeroSumShape&);
+
+template void channels_last_to_planes<float>(const float*, const Strides&, float*, const ZeroSumShape&);
+template void channels_last_to_planes<double>(const double*, const Strides&, double*, const ZeroSumShape&);
+template void planes_to_channels_last<float>(const float*, float*, const Strides&, const ZeroSumShape&);
+template void planes_to_channels_last<double>(const double*, double*, const Strides&, const ZeroSumShape&);
 
 }  // namespace diffnet::ops::cpu

@@ -1,4 +1,5 @@
-// CPU kernels of the fused zero-sum operator (raw pointers, contiguous NCHW planes; no LibTorch types).
+// CPU kernels of the fused zero-sum operator (raw pointers with element strides, so NCHW, channels_last
+// and other strided layouts are read and written in place; no LibTorch types).
 // The operator works on materialised full kernels kern (C, M, K*K): the neighbour coefficients a and
 // -s = -sum(a) at the centre, so the kernels never look at theta or the filter families.
 // Supported: K in {3, 5, 7, 9}, M in {1, 2, 4} (callers pad other M up, see zero_sum.cpp); T float/double.
@@ -9,20 +10,26 @@
 namespace diffnet::ops::cpu {
 
 struct ZeroSumShape {
-  int64_t B = 0, C = 0, H = 0, W = 0;  // input (B, C, H, W), contiguous NCHW
+  int64_t B = 0, C = 0, H = 0, W = 0;  // input (B, C, H, W)
   int64_t M = 0, K = 0;                // filters per channel, kernel side
+};
+
+// Element strides of a (B, C, H, W) tensor.
+struct Strides {
+  int64_t b = 0, c = 0, h = 0, w = 0;
 };
 
 // True when the CPU kernels are instantiated for this K and M.
 bool zero_sum_cpu_supported(int64_t K, int64_t M);
 
 // out (B,C,H,W) = sum_m weight[c,m] * |corr(x~, kern[c,m])| + bias[c], x~ the iterated reflection.
-// Parallel over (b, c) planes (OpenMP through at::parallel_for).
+// Parallel over (b, c) planes (OpenMP through at::parallel_for). Any strides work, but channel-innermost
+// layouts are slow to gather plane by plane: convert those with channels_last_to_planes first.
 template <typename T>
-void zero_sum_forward_cpu(const T* x, const T* kern, const T* weight, const T* bias, T* out,
-                          const ZeroSumShape& s);
+void zero_sum_forward_cpu(const T* x, const Strides& xs, const T* kern, const T* weight, const T* bias, T* out,
+                          const Strides& os, const ZeroSumShape& s);
 
-// Backward of the forward above for the upstream gradient g (B,C,H,W):
+// Backward of the forward above for the upstream gradient g (B,C,H,W), any strides:
 //   dx (B,C,H,W)      exact adjoint of the reflected access (halo-extended buffer folded back);
 //   dkern (C,M,K*K)   gradient w.r.t. the full kernels (centre included);
 //   dweight (C,M), dbias (C).
@@ -30,7 +37,15 @@ void zero_sum_forward_cpu(const T* x, const T* kern, const T* weight, const T* b
 // by one thread, then summed over b in a fixed order (in double), so results are bit-identical run
 // after run and independent of the thread count. Any of dx/dkern/dweight/dbias may be null (skipped).
 template <typename T>
-void zero_sum_backward_cpu(const T* x, const T* g, const T* kern, const T* weight, T* dx, T* dkern,
-                           T* dweight, T* dbias, const ZeroSumShape& s);
+void zero_sum_backward_cpu(const T* x, const Strides& xs, const T* g, const Strides& gs, const T* kern,
+                           const T* weight, T* dx, const Strides& dxs, T* dkern, T* dweight, T* dbias,
+                           const ZeroSumShape& s);
+
+// Layout conversions for channel-innermost tensors (channels_last), faster than ATen's copy here (a
+// tiled, parallel transpose; docs/ops.md): src with strides ss -> dst contiguous (B, C, H, W), and back.
+template <typename T>
+void channels_last_to_planes(const T* src, const Strides& ss, T* dst, const ZeroSumShape& s);
+template <typename T>
+void planes_to_channels_last(const T* src, T* dst, const Strides& ds, const ZeroSumShape& s);
 
 }  // namespace diffnet::ops::cpu

@@ -1,8 +1,10 @@
 // Thin LibTorch binding of the CUDA kernels (built only with DIFFNET_CUDA=ON): allocates outputs and
 // scratch through the caching allocator and launches on the current stream of the input's device.
+// Only c10/cuda headers (CUDA runtime API), not ATen/cuda/CUDAContext.h (which pulls in cuBLAS/cuSPARSE/
+// cuSOLVER headers that must then match the toolkit PyTorch was built with).
 #include <ATen/ATen.h>
-#include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
 
 #include <cmath>
 #include <string>
@@ -19,7 +21,7 @@ void check(int err, const char* what) {
     throw Error("zero_sum", std::string("CUDA ") + what + " failed: " + cuda::zero_sum_cuda_error_string(err));
 }
 
-void* current_stream() { return static_cast<void*>(at::cuda::getCurrentCUDAStream().stream()); }
+void* current_stream() { return static_cast<void*>(c10::cuda::getCurrentCUDAStream().stream()); }
 
 cuda::ZeroSumShape shape_of(const at::Tensor& x, const at::Tensor& kern) {
   cuda::ZeroSumShape s;

@@ -1,4 +1,5 @@
-// `zero_sum_bench [--json] [--iters N] [--device cpu|cuda] [--quick] [--layout L] [--all-dense]`: the zero-sum benchmark
+// `zero_sum_bench [--json] [--iters N] [--device cpu|cuda] [--quick] [--layout L] [--all-dense] [--filter S]
+// [--clock wall|cpu]`: the zero-sum benchmark
 // (run_zero_sum_bench) without the diffnet CLI, for the standalone ops build (scripts/gpu-check.sh).
 #include <cstdio>
 #include <cstdlib>
@@ -26,9 +27,11 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--threads")) threads = std::atoi(next("--threads"));
     else if (!std::strcmp(argv[i], "--layout")) opt.layout = next("--layout");
     else if (!std::strcmp(argv[i], "--all-dense")) opt.all_dense = true;
+    else if (!std::strcmp(argv[i], "--filter")) opt.filter = next("--filter");
+    else if (!std::strcmp(argv[i], "--clock")) opt.clock = next("--clock");
     else {
       std::fprintf(stderr, "usage: zero_sum_bench [--json] [--iters N] [--device cpu|cuda] [--quick] [--threads N]\n"
-                   "       [--layout channels_last|nchw] [--all-dense]\n");
+                   "       [--layout channels_last|nchw] [--all-dense] [--filter NAME] [--clock wall|cpu]\n");
       return 2;
     }
   }
