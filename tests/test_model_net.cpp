@@ -215,3 +215,21 @@ TEST(ModelNet, FusedAndDenseDiscrepancyAgree) {
   EXPECT_TRUE(m->forward(in.rgb, in.dct, in.qt).seg_logits.equal(a));
   EXPECT_THROW(m->set_disc_impl("magic"), Error);
 }
+
+TEST(ModelNet, Bfloat16InferenceIsCloseToFloat32) {
+  torch::manual_seed(12);
+  DiffNet a(model_preset("atto"));
+  DiffNet b(model_preset("atto"));
+  load_model_state(b, model_state(a));
+  a->eval();
+  b->eval();
+  b->to(at::kBFloat16);
+  torch::NoGradGuard ng;
+  Inputs in = make_inputs(1, 64, 64, 13);
+  DiffNetOutput oa = a->forward(in.rgb, in.dct, in.qt), ob = b->forward(in.rgb, in.dct, in.qt);
+  EXPECT_EQ(ob.seg_logits.scalar_type(), at::kFloat);
+  EXPECT_EQ(ob.cls_logits.scalar_type(), at::kFloat);
+  const double d = testutil::max_abs_diff(at::softmax(oa.seg_logits, 1), at::softmax(ob.seg_logits, 1));
+  EXPECT_LT(d, 0.02);
+  EXPECT_GT(d, 0.0);
+}

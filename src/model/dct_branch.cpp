@@ -135,7 +135,7 @@ Fph::Fph(const ModelConfig& cfg) : out_(64 * cfg.dct_dim) {
 at::Tensor Fph::forward(const at::Tensor& dct, const at::Tensor& qt) {
   const int64_t B = dct.size(0), H = dct.size(1), W = dct.size(2);
   // One-hot over 21 values (DTD's frozen identity embedding).
-  at::Tensor x = at::one_hot(dct, 21).to(at::kFloat).permute({0, 3, 1, 2});  // channels_last (B,21,H,W)
+  at::Tensor x = at::one_hot(dct, 21).to(qt_embed->weight.scalar_type()).permute({0, 3, 1, 2});  // channels_last (B,21,H,W)
   x = conv2->forward(conv1->forward(x));                                         // (B,16,H,W)
   at::Tensor q = qt_embed->forward(qt.clamp(0, 63));                             // (B,64,16)
   q = q.view({B, 8, 8, 16}).permute({0, 3, 1, 2}).reshape({B, 16, 1, 8, 1, 8});

@@ -80,7 +80,9 @@ DiffNetOutput DiffNetImpl::forward(const at::Tensor& rgb, const at::Tensor& dct_
   if (H <= 0 || W <= 0 || H % 32 != 0 || W % 32 != 0)
     throw Error("DiffNet", "input size " + std::to_string(H) + "x" + std::to_string(W) +
                                " is not a positive multiple of 32 (pad the input)");
-  at::Tensor x = rgb.contiguous(at::MemoryFormat::ChannelsLast);
+  // The model's dtype (float32, or bfloat16 after model->to(at::kBFloat16) for faster inference).
+  const at::ScalarType dtype = p.rgb->stem->conv->weight.scalar_type();
+  at::Tensor x = rgb.to(dtype).contiguous(at::MemoryFormat::ChannelsLast);
   at::Tensor dct, qt;
   if (p.dct) {
     if (!dct_in.defined() || dct_in.dim() != 3 || dct_in.size(0) != B || dct_in.size(1) != H || dct_in.size(2) != W)
@@ -100,7 +102,7 @@ DiffNetOutput DiffNetImpl::forward(const at::Tensor& rgb, const at::Tensor& dct_
 
   auto& st = p.rgb->stages;
   x = p.rgb->stem->forward(x);
-  if (p.disc_input) x = x + p.disc_input->forward(rgb);
+  if (p.disc_input) x = x + p.disc_input->forward(rgb.to(dtype));
   at::Tensor f1 = st[0]->forward_blocks(x);
   x = st[1]->forward_downsample(f1);
   if (p.dct) {
@@ -116,7 +118,7 @@ DiffNetOutput DiffNetImpl::forward(const at::Tensor& rgb, const at::Tensor& dct_
   for (int s = 0; s < 4; ++s) t.push_back(p.disc[s]->forward(*feats[s]));
   model::DecoderOutput dec = p.decoder->forward(t, H, W);
   at::Tensor cls = p.cls_head->forward(dec.p2, dec.seg_logits);
-  return {dec.seg_logits, cls};
+  return {dec.seg_logits.to(at::kFloat), cls.to(at::kFloat)};
 }
 
 }  // namespace diffnet

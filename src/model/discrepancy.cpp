@@ -61,6 +61,17 @@ at::Tensor FilterBank::kernels() const {
 }
 
 at::Tensor FilterBank::forward(const at::Tensor& x, bool training) {
+  if (x.scalar_type() == at::kBFloat16 || x.scalar_type() == at::kHalf) {
+    // Reduced-precision models (bf16 inference): the filters run in float32 (the fused op and reflection
+    // padding are float-only), on float copies of the parameters.
+    FilterBank f32 = *this;
+    if (theta.defined()) f32.theta = theta.to(at::kFloat);
+    if (srm.defined()) f32.srm = srm.to(at::kFloat);
+    f32.proj_weight = proj_weight.to(at::kFloat);
+    f32.proj_bias = proj_bias.to(at::kFloat);
+    f32.cache_ = at::Tensor();
+    return f32.forward(x.to(at::kFloat), training).to(x.scalar_type());
+  }
   const int64_t C = channels_, M = num_filters_;
   const bool inference = !training && !at::GradMode::is_enabled();
   const bool fused_applies = filter_ == "zero_sum" && activation_ == "abs";
