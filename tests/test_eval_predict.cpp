@@ -13,39 +13,16 @@
 #include "diffnet/image_io.h"
 #include "diffnet/model.h"
 #include "diffnet/predict.h"
+#include "eval_testing.h"
 #include "testing.h"
 
 using namespace diffnet;
 
 namespace {
 
-// A random-init atto model (the DCT half of the fusion non-zero so the DCT input matters), saved with
-// train_size 64 so that predict uses 64 x 64 windows.
-struct TinyModel {
-  std::string path;
-  DiffNet model{nullptr};
-  TinyModel() {
-    torch::manual_seed(3);
-    ModelConfig cfg = model_preset("atto");
-    cfg.fuse_dct_init = 0.05;
-    model = DiffNet(cfg);
-    model->eval();
-    path = testutil::temp_dir("predict-model") + "/tiny.safetensors";
-    save_model(model, path, at::kFloat, {{"train_size", "64"}});
-  }
-};
-TinyModel& tiny() {
-  static TinyModel t;
-  return t;
-}
+using testutil::tiny_model;
 
-// Light page with dark strokes and some noise (seeded).
-at::Tensor test_image(int64_t H, int64_t W, int seed) {
-  at::Generator gen = at::detail::createCPUGenerator(uint64_t(seed));
-  at::Tensor img = at::randint(200, 256, {H, W, 3}, gen, at::TensorOptions().dtype(at::kByte));
-  for (int64_t y = 4; y + 3 < H; y += 12) img.slice(0, y, y + 3).slice(1, 3, W - 3).fill_(20);
-  return img;
-}
+at::Tensor test_image(int64_t H, int64_t W, int seed) { return testutil::test_page(H, W, seed); }
 
 struct Direct {
   at::Tensor prob;  // (R, R)
@@ -53,7 +30,7 @@ struct Direct {
 };
 Direct direct_forward(const at::Tensor& rgb, const at::Tensor& dct, const at::Tensor& qt) {
   torch::NoGradGuard no_grad;
-  DiffNetOutput out = tiny().model->forward(normalize_rgb(rgb), dct.unsqueeze(0), qt.view({1, 64}));
+  DiffNetOutput out = tiny_model().model->forward(normalize_rgb(rgb), dct.unsqueeze(0), qt.view({1, 64}));
   return {out.seg_logits.softmax(1)[0][1].to(at::kFloat), out.cls_logits.softmax(1)[0][1].item<double>()};
 }
 
@@ -62,7 +39,7 @@ Predictor make_predictor(int64_t batch = 2, int64_t stride = 0, const std::strin
   opt.batch = batch;
   opt.stride = stride;
   opt.dct_source = dct_source;
-  return Predictor(load_weights_or_random(tiny().path), opt);
+  return Predictor(load_weights_or_random(tiny_model().path), opt);
 }
 
 std::vector<std::string> lines(const std::string& text) {
@@ -145,7 +122,7 @@ TEST(EvalPredict, WindowsAreMaxMergedOnAWhitePaddedCanvas) {
 TEST(EvalPredict, OptionErrors) {
   PredictOptions bad_window;
   bad_window.window = 100;
-  EXPECT_THROW(Predictor(load_weights_or_random(tiny().path), bad_window), Error);
+  EXPECT_THROW(Predictor(load_weights_or_random(tiny_model().path), bad_window), Error);
   Predictor file_dct = make_predictor(2, 0, "file");
   try {
     file_dct.predict_bytes(encode_png(test_image(32, 32, 4)), "x.png");
@@ -162,7 +139,7 @@ TEST(EvalPredict, CliWritesMapsOverlaysAndRecords) {
   write_jpeg(in + "/b.jpg", test_image(48, 64, 6), 90);
   std::ofstream(in + "/bad.jpg") << "not a jpeg";
   std::ofstream(in + "/notes.txt") << "ignored: not an image extension";
-  testutil::CliResult r = testutil::run_cli("predict '" + in + "' --weights '" + tiny().path + "' --out '" + out +
+  testutil::CliResult r = testutil::run_cli("predict '" + in + "' --weights '" + tiny_model().path + "' --out '" + out +
                                             "' --json -q");
   EXPECT_EQ(r.exit_code, 2) << "one input failed";
   EXPECT_NE(r.err.find("error: " + in + "/bad.jpg"), std::string::npos) << r.err;
@@ -206,7 +183,7 @@ TEST(EvalPredict, CliWritesMapsOverlaysAndRecords) {
   EXPECT_EQ(lines(jsonl).size(), 2u);
 
   // The table names each file; a second run appends to predictions.jsonl.
-  testutil::CliResult t = testutil::run_cli("predict '" + in + "/a.png' --weights '" + tiny().path + "' --out '" +
+  testutil::CliResult t = testutil::run_cli("predict '" + in + "/a.png' --weights '" + tiny_model().path + "' --out '" +
                                             out + "' --table");
   EXPECT_EQ(t.exit_code, 0) << t.err;
   EXPECT_NE(t.out.find("regions"), std::string::npos);
@@ -246,7 +223,7 @@ TEST(EvalPredict, EvalOnADatasetMatchesScoreOnItsSavedMaps) {
   write_png(ds + "/images/t3.png", test_image(33, 50, 13));
   write_png(ds + "/masks/t3.png", at::zeros({33, 50}, at::kByte));
   std::string pred = testutil::temp_dir("eval-pred");
-  testutil::CliResult e = testutil::run_cli("eval --weights '" + tiny().path + "' --data '" + ds +
+  testutil::CliResult e = testutil::run_cli("eval --weights '" + tiny_model().path + "' --data '" + ds +
                                             "' --protocol doc --json -q --save-pred '" + pred + "'");
   ASSERT_EQ(e.exit_code, 0) << e.err;
   nlohmann::json je = nlohmann::json::parse(e.out);

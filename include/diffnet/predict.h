@@ -55,6 +55,7 @@ struct PredictOptions {
   std::string dct_source = "auto"; // auto (file for JPEG, pixels otherwise) | file | pixels
   double threshold = 0.5;          // decision and region threshold
   int64_t min_region_area = kDefaultMinRegionArea;
+  int64_t max_pixels = 100'000'000;  // predict_file/predict_bytes refuse larger images before decoding
 };
 
 struct PredictTimings {

@@ -96,7 +96,9 @@ Prediction Predictor::predict_file(const std::string& path) { return predict_byt
 
 Prediction Predictor::predict_bytes(const std::vector<uint8_t>& bytes, const std::string& name) {
   double t0 = now_seconds();
-  at::Tensor rgb = decode_image_bytes(bytes, name);
+  DecodeOptions dopt;
+  dopt.max_pixels = impl_->opt.max_pixels;
+  at::Tensor rgb = decode_image_bytes(bytes, name, dopt);
   double decode_ms = (now_seconds() - t0) * 1e3;
   Prediction p = predict_rgb(rgb, bytes, name);
   p.timings.decode_ms = decode_ms;
@@ -113,7 +115,9 @@ struct DctInput {
 };
 
 DctInput make_dct(const at::Tensor& canvas, int64_t H, int64_t W, const std::vector<uint8_t>& encoded,
-                  const std::string& name, const std::string& wanted) {
+                  const std::string& name, const std::string& wanted, int64_t max_pixels) {
+  DecodeOptions dopt;
+  dopt.max_pixels = max_pixels;
   const bool jpeg = !encoded.empty() && is_jpeg_bytes(encoded.data(), encoded.size());
   DctInput d;
   d.source = wanted == "auto" ? (jpeg ? "file" : "pixels") : wanted;
@@ -121,11 +125,11 @@ DctInput make_dct(const at::Tensor& canvas, int64_t H, int64_t W, const std::vec
   const int64_t Hp = canvas.size(0), Wp = canvas.size(1);
   if (d.source == "pixels") {
     // TDoc protocol: coefficients recomputed from pixels; the table is the file's for a JPEG, else ones.
-    d.qt = jpeg ? read_jpeg_coefficients_bytes(encoded, name).qt : ones_table();
+    d.qt = jpeg ? read_jpeg_coefficients_bytes(encoded, name, dopt).qt : ones_table();
     d.dct = pixel_dct(canvas, d.qt);
     return d;
   }
-  JpegCoefficients jc = read_jpeg_coefficients_bytes(encoded, name);
+  JpegCoefficients jc = read_jpeg_coefficients_bytes(encoded, name, dopt);
   if (jc.width != W || jc.height != H)
     throw Error(name, "JPEG coefficient grid " + std::to_string(jc.width) + "x" + std::to_string(jc.height) +
                           " does not match the decoded image " + std::to_string(W) + "x" + std::to_string(H));
@@ -160,7 +164,7 @@ Prediction Predictor::predict_rgb(const at::Tensor& rgb, const std::vector<uint8
   // White canvas, image at the top-left: right/bottom padding keeps the 8x8 grid.
   at::Tensor canvas = at::full({Hp, Wp, 3}, 255, at::kByte);
   canvas.slice(0, 0, H).slice(1, 0, W).copy_(rgb);
-  DctInput d = make_dct(canvas, H, W, encoded, name, impl_->opt.dct_source);
+  DctInput d = make_dct(canvas, H, W, encoded, name, impl_->opt.dct_source, impl_->opt.max_pixels);
   p.dct_source = d.source;
   if (!(d.source == "pixels" && d.qt.eq(1).all().item<bool>())) p.jpeg_quality = estimate_jpeg_quality(d.qt);
   const double t1 = now_seconds();

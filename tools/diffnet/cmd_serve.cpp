@@ -1,0 +1,61 @@
+// diffnet serve [--host H] [--port P] [--weights W]: HTTP service (POST /predict, GET /health, GET /).
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "commands.h"
+#include "diffnet/common.h"
+#include "diffnet/serve.h"
+
+namespace diffnet::cli {
+namespace {
+
+struct ServeCli {
+  std::string weights;
+  ServeOptions serve;
+  PredictOptions predict;
+  double max_upload_mb = 32;
+};
+
+Server* g_server = nullptr;
+void on_signal(int) {
+  if (g_server) g_server->stop();
+}
+
+void run(ServeCli& o) {
+  if (!(o.max_upload_mb > 0)) throw Error("--max-upload-mb", "must be > 0");
+  o.serve.max_upload_bytes = size_t(o.max_upload_mb * 1024 * 1024);
+  Server server(Predictor(load_weights_or_random(o.weights), o.predict), o.serve);
+  server.bind();
+  std::fprintf(stderr, "serve: listening on http://%s:%d/ (POST /predict, GET /health); Ctrl-C stops\n",
+               o.serve.host.c_str(), server.port());
+  g_server = &server;
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  server.listen();
+  g_server = nullptr;
+  std::fprintf(stderr, "serve: stopped\n");
+}
+
+Registrar reg("serve", [](CLI::App& app) {
+  auto o = std::make_shared<ServeCli>();
+  o->predict.max_pixels = 40'000'000;
+  CLI::App* sub = app.add_subcommand("serve", "HTTP service: POST an image to /predict, get the JSON record");
+  sub->add_option("--host", o->serve.host, "Address to listen on")->capture_default_str();
+  sub->add_option("--port", o->serve.port, "TCP port (0: any free port)")->capture_default_str();
+  sub->add_option("-w,--weights", o->weights,
+                  "Weights (.safetensors); default $DIFFNET_WEIGHTS or weights/diffnet-atto.safetensors");
+  sub->add_option("--max-upload-mb", o->max_upload_mb, "Largest accepted upload (MiB); larger gets 413")
+      ->capture_default_str();
+  sub->add_option("--max-pixels", o->predict.max_pixels, "Largest accepted image (pixels); larger gets 400")
+      ->capture_default_str();
+  sub->add_option("--window", o->predict.window, "Window size R (multiple of 32); default: the weights' train_size, else 512");
+  sub->add_option("--stride", o->predict.stride, "Window stride (multiple of 8, <= R); default R");
+  sub->add_option("--batch", o->predict.batch, "Windows per forward pass")->capture_default_str();
+  sub->add_option("--threshold", o->predict.threshold, "Decision and region threshold")->capture_default_str();
+  sub->callback([o] { run(*o); });
+});
+
+}  // namespace
+}  // namespace diffnet::cli
