@@ -1,8 +1,11 @@
 // `diffnet bench` for the model.
 #include "model/model_bench.h"
 
-#include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/torch.h>
+#if __has_include(<torch/csrc/autograd/profiler_legacy.h>)
+#include <torch/csrc/autograd/profiler_legacy.h>
+#define DIFFNET_HAVE_LEGACY_PROFILER 1
+#endif
 
 #include <algorithm>
 #include <cstdio>
@@ -71,8 +74,12 @@ int run_model_bench(const ModelBenchOptions& opt) {
   }
   progress.finish();
   if (!opt.profile.empty()) {
+#ifdef DIFFNET_HAVE_LEGACY_PROFILER
     torch::autograd::profiler::RecordProfile guard(opt.profile);
     iteration();
+#else
+    throw Error("bench", "--profile: this LibTorch has no legacy profiler (RecordProfile)");
+#endif
   }
   std::sort(times.begin(), times.end());
   const size_t n = times.size();
