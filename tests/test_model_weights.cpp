@@ -221,6 +221,16 @@ TEST(ModelWeights, ImportTimmConvMlpLayoutAtto) {
   expect_imported(m, fx, false);
   auto after = model_state(m);
   EXPECT_TRUE(after["disc.0.theta"].equal(before["disc.0.theta"]));  // only rgb.* changes
+
+  // A2 moves the 3 refinement blocks to stage 4: they have no ImageNet weights and keep their init.
+  ModelConfig a2 = model_preset("atto");
+  apply_ablation(a2, "A2");
+  DiffNet m2(a2);
+  auto init = model_state(m2);
+  EXPECT_EQ(import_convnextv2(m2, path), static_cast<int64_t>(fx.size()) - 4);
+  auto s2 = model_state(m2);
+  EXPECT_TRUE(s2["rgb.stages.3.blocks.1.mlp.fc1.weight"].equal(fx["stages.3.blocks.1.mlp.fc1.weight"].view({1280, 320})));
+  EXPECT_TRUE(s2["rgb.stages.3.blocks.4.mlp.fc1.weight"].equal(init["rgb.stages.3.blocks.4.mlp.fc1.weight"]));
 }
 
 TEST(ModelWeights, ImportLinearLayoutAndOfficialNames) {

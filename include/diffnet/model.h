@@ -69,8 +69,8 @@ DiffNet load_model(const std::string& path, std::map<std::string, std::string>* 
 // Imports an ImageNet ConvNeXt-V2 checkpoint (safetensors, timm names `stem.*`, `stages.i.blocks.j.*` or the
 // official `downsample_layers.*`, `stages.i.j.*`) into the rgb.* tensors of `model`; head.* / norm.* (the
 // classifier) are ignored. fc weights may be 2-D or 4-D (out,in,1,1) and GRN tensors any rank (matched by
-// element count). Strict: an unknown, missing or mis-shaped tensor is an Error naming it. Returns the
-// number of tensors imported.
+// element count). Strict: an unknown, missing or mis-shaped tensor is an Error naming it. Blocks beyond the
+// config's backbone variant depth (ablation A2) keep their initialisation. Returns the number imported.
 int64_t import_convnextv2(DiffNet& model, const std::string& path);
 
 }  // namespace diffnet

@@ -48,9 +48,22 @@ bool is_classifier(const std::string& n) {
 
 int64_t import_convnextv2(DiffNet& model, const std::string& path) {
   SafeTensors st = load_safetensors(path);
+  // Blocks beyond the named variant's depth (ablation A2 adds the refinement blocks to stage 4) have no
+  // ImageNet weights and keep their initialisation.
+  const ModelConfig& cfg = model->config();
+  std::vector<int64_t> vdims, vdepths;
+  convnextv2_variant(cfg.backbone, vdims, vdepths);
+  auto is_extra_block = [&](const std::string& key) {
+    for (int i = 0; i < 4; ++i) {
+      const std::string pre = "rgb.stages." + std::to_string(i) + ".blocks.";
+      if (key.rfind(pre, 0) != 0) continue;
+      return std::stoll(key.substr(pre.size())) >= vdepths[i];
+    }
+    return false;
+  };
   std::map<std::string, at::Tensor> target;
   for (const auto& kv : model->named_parameters(true))
-    if (kv.key().rfind("rgb.", 0) == 0) target[kv.key()] = kv.value();
+    if (kv.key().rfind("rgb.", 0) == 0 && !is_extra_block(kv.key())) target[kv.key()] = kv.value();
   std::map<std::string, at::Tensor> src;
   std::map<std::string, std::string> origin;  // model name -> checkpoint name (for messages)
   for (const auto& kv : st.tensors) {
