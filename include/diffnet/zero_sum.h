@@ -5,8 +5,9 @@
 // weight (C,M); bias (C). Filters m < n_free are free (a = theta), the rest centre-anchored (a = |theta|).
 // u_{c,m}(p) = sum_{d != 0} a_{c,m,d} x~(p+d) - s_{c,m} x(p), s = sum_d a (x~: iterated reflection, so any
 // map size works, also maps smaller than the radius). Output T_c = sum_m weight[c,m] act(u_{c,m}) + bias[c].
-// Layout: inputs may have any strides (channels_last, non-contiguous views); the output has the input's
-// suggested memory format (channels_last in -> channels_last out, else contiguous NCHW).
+// Layout: inputs may have any strides (channels_last, non-contiguous views). The fused op returns the
+// input's layout (channels_last in -> channels_last out, else contiguous NCHW); dense returns whatever its
+// LibTorch composition produces.
 // Details, measured speeds and limits: docs/ops.md.
 #pragma once
 

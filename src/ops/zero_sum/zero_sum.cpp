@@ -268,7 +268,7 @@ at::Tensor zero_sum_infer(const at::Tensor& x, const ZeroSumCoefficients& coeffs
   auto to_x = [&](const at::Tensor& t) { return t.to(x.device(), x.scalar_type()); };
   if (impl == "dense")
     return detail::dense_from_kernels(x, to_x(coeffs.kernels).view({C, M, K, K}), to_x(coeffs.weight),
-                                      to_x(coeffs.bias), activation, detail::dense_variant_for(x.size(2), x.size(3)));
+                                      to_x(coeffs.bias), activation, detail::dense_variant_for(x.size(1), x.size(2), x.size(3)));
   if (impl != "fused") throw Error("zero_sum", "unknown implementation '" + impl + "' (dense|fused|auto)");
   if (activation != "abs")
     throw Error("zero_sum", "the fused implementation supports activation 'abs' only, got '" + activation + "'");

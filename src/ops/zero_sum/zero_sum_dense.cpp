@@ -144,7 +144,7 @@ at::Tensor zero_sum_dense(const at::Tensor& x, const at::Tensor& theta, const at
   if (x.dim() != 4 || theta.dim() != 3 || theta.size(0) != x.size(1))
     throw Error("zero_sum", "input (B, C, H, W) and theta (C, M, K*K-1) with the same C expected");
   return detail::dense_from_kernels(x, zero_sum_kernels(theta, n_free), weight, bias, activation,
-                                    detail::dense_variant_for(x.size(2), x.size(3)));
+                                    detail::dense_variant_for(x.size(1), x.size(2), x.size(3)));
 }
 
 }  // namespace diffnet::ops

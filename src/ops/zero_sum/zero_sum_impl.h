@@ -54,9 +54,11 @@ at::Tensor project(const at::Tensor& v, const at::Tensor& weight, const at::Tens
 std::vector<std::string> dense_variants();
 at::Tensor dense_from_kernels(const at::Tensor& x, const at::Tensor& kernels, const at::Tensor& weight,
                               const at::Tensor& bias, const std::string& activation, const std::string& variant);
-// The composition zero_sum_dense uses for an H x W map: the fastest for forward+backward on the 2-core
-// CPU with channels_last input (docs/ops.md): split_cl up to 32x32, split above.
-inline const char* dense_variant_for(int64_t H, int64_t W) { return H * W <= 32 * 32 ? "split_cl" : "split"; }
+// The composition zero_sum_dense uses for C channels of H x W: the fastest for forward+backward on the
+// 2-core CPU with channels_last input (docs/ops.md): split for C >= 256 above 32x32, else split_cl.
+inline const char* dense_variant_for(int64_t C, int64_t H, int64_t W) {
+  return C >= 256 && H * W > 32 * 32 ? "split" : "split_cl";
+}
 
 // Waits for queued device work (no-op on the CPU), for timing.
 void device_synchronize(const at::Device& device);

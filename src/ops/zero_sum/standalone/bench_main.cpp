@@ -1,5 +1,5 @@
 // `zero_sum_bench [--json] [--iters N] [--device cpu|cuda] [--quick] [--layout L] [--all-dense] [--filter S]
-// [--clock wall|cpu]`: the zero-sum benchmark
+// [--clock wall|cpu] [--layout-report]`: the zero-sum benchmark
 // (run_zero_sum_bench) without the diffnet CLI, for the standalone ops build (scripts/gpu-check.sh).
 #include <cstdio>
 #include <cstdlib>
@@ -29,9 +29,11 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--all-dense")) opt.all_dense = true;
     else if (!std::strcmp(argv[i], "--filter")) opt.filter = next("--filter");
     else if (!std::strcmp(argv[i], "--clock")) opt.clock = next("--clock");
+    else if (!std::strcmp(argv[i], "--layout-report")) opt.layout_report = true;
     else {
       std::fprintf(stderr, "usage: zero_sum_bench [--json] [--iters N] [--device cpu|cuda] [--quick] [--threads N]\n"
-                   "       [--layout channels_last|nchw] [--all-dense] [--filter NAME] [--clock wall|cpu]\n");
+                   "       [--layout channels_last|nchw] [--all-dense] [--filter NAME] [--clock wall|cpu]\n"
+                   "       [--layout-report]\n");
       return 2;
     }
   }
