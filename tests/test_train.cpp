@@ -290,8 +290,12 @@ TEST(Cli, ConfigFileFlagsAndErrors) {
   EXPECT_EQ(saved.at("train").at("steps"), 3);    // flag overrides the file
   EXPECT_EQ(saved.at("train").at("batch"), 2);    // file overrides the default
   EXPECT_EQ(saved.at("model").at("disc_dim"), 16);
-  DiffNet fp16 = load_model(dir + "/run/model-fp16.safetensors");
+  std::map<std::string, std::string> meta;
+  DiffNet fp16 = load_model(dir + "/run/model-fp16.safetensors", &meta);
   EXPECT_EQ(fp16->config().disc_dim, 16);
+  EXPECT_EQ(meta["train_size"], "64");  // predict's default window
+  EXPECT_EQ(meta["train_steps"], "3");
+  EXPECT_EQ(nlohmann::json::parse(meta["train_config"]).at("lr"), 5e-4);
 
   // Fine-tuning from those weights: the model config comes from the file.
   r = testutil::run_cli("train --data '" + data + "' --out '" + dir + "/ft' --init '" + dir +

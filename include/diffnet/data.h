@@ -159,7 +159,8 @@ struct LoaderStats {
   int64_t samples = 0;       // samples delivered
   int64_t bad_samples = 0;   // items that failed to load/augment and were replaced
   double wait_seconds = 0;   // consumer time blocked in next_batch()
-  double build_seconds = 0;  // worker time spent building samples (all workers)
+  double build_seconds = 0;  // time spent building samples (all workers)
+  int64_t built = 0;         // samples built (including prefetched ones not consumed yet)
 };
 
 // Batch b of a loader holds global samples [b*B, (b+1)*B); sample n depends only on (seed, n, config),
@@ -191,6 +192,7 @@ class DataLoader {
   std::vector<std::thread> threads_;
   std::atomic<int64_t> bad_{0};
   double wait_seconds_ = 0, build_seconds_ = 0;
+  int64_t built_ = 0;
 };
 
 }  // namespace diffnet

@@ -135,6 +135,7 @@ struct TrainSummary {
   double images_per_second = 0;
   double data_wait_share = 0;  // share of wall time the trainer waited for batches
   int64_t bad_samples = 0;     // unreadable samples replaced
+  double sample_ms = 0;        // mean loader time to build one sample (one worker thread)
   int64_t skipped_steps = 0;   // non-finite steps skipped
   std::string model_path;      // final weights (written when end_step == cfg.steps)
 };

@@ -167,6 +167,7 @@ LoaderStats DataLoader::stats() const {
   st.bad_samples = bad_.load();
   st.wait_seconds = wait_seconds_;
   st.build_seconds = build_seconds_;
+  st.built = built_;
   return st;
 }
 
@@ -223,6 +224,7 @@ void DataLoader::worker_loop() {
     {
       std::lock_guard<std::mutex> lk(mu_);
       build_seconds_ += now_seconds() - t0;
+      ++built_;
       if (err) {
         if (!error_) error_ = err;
       } else {
@@ -244,6 +246,7 @@ Batch DataLoader::next_batch() {
     std::lock_guard<std::mutex> lk(mu_);
     wait_seconds_ += dt;
     build_seconds_ += dt;
+    built_ += cfg_.batch;
     consumed_ += cfg_.batch;
     produce_next_ = consumed_;
     return collate(samples, first);

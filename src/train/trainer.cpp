@@ -232,9 +232,12 @@ TrainSummary run_training(const TrainConfig& cfg_in, const ModelConfig& mcfg_in,
   sum.images_per_second = wall > 0 ? static_cast<double>((sum.end_step - sum.start_step) * cfg.batch * cfg.accum) / wall : 0;
   sum.data_wait_share = wall > 0 ? wait_total / wall : 0;
   sum.bad_samples = ls.bad_samples;
+  sum.sample_ms = ls.built > 0 ? 1000.0 * ls.build_seconds / static_cast<double>(ls.built) : 0;
   if (state.step == cfg.steps) {
     sum.model_path = opt.out + "/model.safetensors";
+    // train_size: the crop size, which predict/serve use as their default window R.
     std::map<std::string, std::string> meta = {{"train_steps", std::to_string(state.step)},
+                                               {"train_size", std::to_string(cfg.size)},
                                                {"train_config", to_json(cfg).dump()}};
     save_model(model, sum.model_path, at::kFloat, meta);
     if (opt.export_fp16) save_model(model, opt.out + "/model-fp16.safetensors", at::kHalf, meta);

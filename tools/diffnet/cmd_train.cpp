@@ -1,4 +1,5 @@
 // diffnet train: train DiffNet on one or more datasets (folders, DocTamper LMDB, list files).
+#include <ctime>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@ struct TrainArgs {
   TrainConfig t;
   TrainOptions o;
   bool no_augment = false, dct_from_pixels = false, no_validate = false, print_config = false;
+  int64_t bench_data = 0;
   double prob_disable = 0;
 };
 
@@ -53,7 +55,39 @@ ModelConfig build_model_config(const TrainArgs& a, const nlohmann::json& file, c
   return m;
 }
 
+double thread_cpu_seconds() {
+  timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+// --bench-data N: builds N samples of the first source on this thread, as one loader worker does, and
+// reports decode and augmentation cost per sample (thread CPU time, robust to a busy machine, and wall).
+void bench_data(const TrainConfig& t, int64_t n) {
+  if (t.data.empty()) throw Error("train", "--bench-data needs --data");
+  DataSource src = open_source(t.data.front());
+  double cpu_load = 0, cpu_aug = 0, wall = 0;
+  int passes = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    Rng rng = Rng::derive(t.seed, 2, static_cast<uint64_t>(i));
+    double w0 = now_seconds(), c0 = thread_cpu_seconds();
+    LoadedItem item = load_item(src.items[static_cast<size_t>(i) % src.items.size()]);
+    double c1 = thread_cpu_seconds();
+    TrainSample s = make_train_sample(item, t.size, t.augment, rng);
+    double c2 = thread_cpu_seconds();
+    wall += now_seconds() - w0;
+    cpu_load += c1 - c0;
+    cpu_aug += c2 - c1;
+    passes += s.jpeg_passes;
+  }
+  std::printf("data %s  R=%lld  %lld samples: decode %.1f ms + sample %.1f ms CPU per sample (1 thread), "
+              "wall %.1f ms, %.2f JPEG passes/sample\n",
+              src.path.c_str(), static_cast<long long>(t.size), static_cast<long long>(n), 1000 * cpu_load / n,
+              1000 * cpu_aug / n, 1000 * wall / n, static_cast<double>(passes) / n);
+}
+
 void run(TrainArgs& a, CLI::App& cmd) {
+  if (a.o.out.empty() && a.bench_data <= 0 && !a.print_config) throw Error("train", "--out RUN_DIR is required");
   nlohmann::json file = nlohmann::json::object();
   if (!a.config_file.empty()) {
     auto bytes = read_file(a.config_file);
@@ -96,6 +130,10 @@ void run(TrainArgs& a, CLI::App& cmd) {
   if (a.no_augment) t.augment.enabled = false;
   if (a.dct_from_pixels) t.augment.dct_from_file = false;
   if (a.no_validate) t.validate = false;
+  if (a.bench_data > 0) {
+    bench_data(t, a.bench_data);
+    return;
+  }
   ModelConfig m = build_model_config(a, file, t.init, cmd);
   if (a.print_config) {
     nlohmann::json j = {{"model", to_json(m)}, {"train", to_json(t)}};
@@ -106,9 +144,10 @@ void run(TrainArgs& a, CLI::App& cmd) {
   if (cmd.count("--workers")) a.o.workers = a.t.workers;
   TrainSummary s = run_training(t, m, a.o);
   std::fprintf(stderr,
-               "done: steps %lld-%lld  %.2f img/s  data wait %.1f%%  skipped steps %lld  bad samples %lld%s%s\n",
+               "done: steps %lld-%lld  %.2f img/s  data wait %.1f%%  %.1f ms/sample  skipped steps %lld  "
+               "bad samples %lld%s%s\n",
                static_cast<long long>(s.start_step), static_cast<long long>(s.end_step), s.images_per_second,
-               100.0 * s.data_wait_share, static_cast<long long>(s.skipped_steps),
+               100.0 * s.data_wait_share, s.sample_ms, static_cast<long long>(s.skipped_steps),
                static_cast<long long>(s.bad_samples), s.model_path.empty() ? "" : "  weights ",
                s.model_path.c_str());
 }
@@ -119,8 +158,7 @@ const Registrar reg("train", [](CLI::App& app) {
   cmd->add_option("--data", a->t.data,
                   "Dataset PATH[:WEIGHT] (images/+masks/ folder, DocTamper LMDB dir, or list file); repeatable")
       ->type_name("SPEC");
-  cmd->add_option("-o,--out", a->o.out, "Run directory (config.json, log.jsonl, checkpoints/, model.safetensors)")
-      ->required();
+  cmd->add_option("-o,--out", a->o.out, "Run directory (config.json, log.jsonl, checkpoints/, model.safetensors)");
   cmd->add_option("--config", a->config_file, "JSON config {preset, model, ablations, train}; flags override it");
   cmd->add_option("--preset", a->preset, "Model preset: atto|tiny|base|nano|femto|pico (default atto)");
   cmd->add_option("--ablation", a->ablations, "Paper ablation A0..A20 (repeatable)");
@@ -157,6 +195,8 @@ const Registrar reg("train", [](CLI::App& app) {
   cmd->add_flag("--export-fp16", a->o.export_fp16, "Also write model-fp16.safetensors at the end");
   cmd->add_flag("-q,--quiet", a->o.quiet, "No progress output");
   cmd->add_flag("--print-config", a->print_config, "Print the effective config and exit");
+  cmd->add_option("--bench-data", a->bench_data,
+                  "Build N samples of the first --data on one thread, report the cost per sample, exit");
   cmd->callback([a, cmd] { run(*a, *cmd); });
 });
 
