@@ -82,10 +82,11 @@ std::vector<uint8_t> synthetic_page(int64_t width, int64_t height) {
 }
 
 void run_bench(Predictor& predictor, int runs) {
-  std::printf("benchmark: window %lld, batch %lld, %d thread(s), weights %s; median of %d runs after 1 warm-up\n",
+  std::printf("benchmark: window %lld, batch %lld, %d thread(s), weights %s; %d timed runs after 1 warm-up\n",
               (long long)predictor.window(), (long long)predictor.options().batch, at::get_num_threads(),
               predictor.model().source.c_str(), runs);
-  std::printf("%-22s %8s %8s %8s %8s %8s\n", "page", "windows", "decode", "dct", "model", "total");
+  std::printf("%-22s %7s %7s %7s %9s %9s %9s %9s\n", "page (median ms)", "windows", "decode", "dct", "model",
+              "total", "min total", "ms/window");
   struct Page {
     const char* name;
     int64_t w, h;
@@ -100,15 +101,18 @@ void run_bench(Predictor& predictor, int runs) {
       t.push_back(p.timings);
       windows = p.num_windows;
     }
-    auto median = [&](double PredictTimings::*field) {
+    auto sorted = [&](double PredictTimings::*field) {
       std::vector<double> v;
       for (const auto& x : t) v.push_back(x.*field);
       std::sort(v.begin(), v.end());
-      return v[v.size() / 2];
+      return v;
     };
-    std::printf("%-22s %8lld %8.0f %8.0f %8.0f %8.0f  ms\n", pg.name, (long long)windows,
+    auto median = [&](double PredictTimings::*field) { return sorted(field)[t.size() / 2]; };
+    double min_total = sorted(&PredictTimings::total_ms).front();
+    std::printf("%-22s %7lld %7.0f %7.0f %9.0f %9.0f %9.0f %9.0f\n", pg.name, (long long)windows,
                 median(&PredictTimings::decode_ms), median(&PredictTimings::dct_ms),
-                median(&PredictTimings::model_ms), median(&PredictTimings::total_ms));
+                median(&PredictTimings::model_ms), median(&PredictTimings::total_ms), min_total,
+                sorted(&PredictTimings::model_ms).front() / double(windows));
     std::fflush(stdout);
   }
 }
