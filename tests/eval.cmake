@@ -13,3 +13,7 @@ diffnet_test(eval SOURCES ${eval_test_sources} LIBS diffnet_eval)
 if(TARGET diffnet_data)
   target_compile_definitions(test_eval PRIVATE DIFFNET_TEST_HAVE_DATA=1)
 endif()
+# The shipped default weights and bundled examples (README: `make run`).
+if(TARGET diffnet_io AND TARGET diffnet_model)
+  diffnet_test(shipped SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_shipped.cpp LIBS diffnet_eval)
+endif()
