@@ -343,6 +343,19 @@ double pixel_f1(const std::vector<at::Tensor>& pred, const std::vector<at::Tenso
   return 2 * tp / std::max(1.0, 2 * tp + fp + fn);
 }
 
+TEST(Cli, BenchDataAndMissingOut) {
+  std::string data = make_dataset(temp_dir("bench-data"), 3, 64, 5);
+  // --bench-data builds samples on one thread and reports their cost; it trains nothing.
+  auto r = testutil::run_cli("train --data '" + data + "' --size 64 --bench-data 4");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("R=64  4 samples: decode "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" JPEG passes/sample"), std::string::npos) << r.out;
+  // Without --bench-data (or --print-config) a run directory is required.
+  r = testutil::run_cli("train --data '" + data + "' --size 64 --steps 1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--out RUN_DIR is required"), std::string::npos) << r.err;
+}
+
 TEST(Learning, TinyModelLocalisesPlantedCompression) {
   const double t0 = now_seconds();
   std::string data = make_dataset(temp_dir("learn-data"), 48, 96, 11);
