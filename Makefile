@@ -1,6 +1,8 @@
 # Entry points. `make run` and `make test` install what they need (Debian packages), build and run.
 BUILD ?= build
 JOBS ?= $(shell nproc)
+# Sub-makes of the CMake build: no "Entering directory" noise around the output.
+MAKEFLAGS += --no-print-directory
 CMAKE_FLAGS ?=
 
 .PHONY: all deps configure build run test clean
