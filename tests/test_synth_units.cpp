@@ -18,9 +18,9 @@ TEST(SynthRng, SameSeedSameStreamAndUniformIntegers) {
   Rng a(42), b(42), c(43);
   bool differs = false;
   for (int i = 0; i < 100; ++i) {
-    uint64_t x = a.next();
-    EXPECT_EQ(x, b.next());
-    differs |= x != c.next();
+    uint64_t x = a.next_u64();
+    EXPECT_EQ(x, b.next_u64());
+    differs |= x != c.next_u64();
   }
   EXPECT_TRUE(differs);
   // randint(0, 9): chi-square over 50k draws (9 dof; 99.9 % quantile 27.9).

@@ -20,26 +20,9 @@
 #include <nlohmann/json.hpp>
 
 #include "diffnet/dataset.h"
+#include "diffnet/rng.h"
 
 namespace diffnet {
-
-// xoshiro256** seeded through SplitMix64. Every distribution is implemented here (not <random>'s), so a
-// seed gives the same numbers with any standard library.
-class Rng {
- public:
-  explicit Rng(uint64_t seed = 0);
-  // Independent stream for (seed, stream, index): e.g. the augmentation of global sample `index`.
-  static Rng derive(uint64_t seed, uint64_t stream, uint64_t index);
-  uint64_t next_u64();
-  double uniform();                          // [0, 1), 53 random bits
-  double uniform(double lo, double hi);      // [lo, hi)
-  int64_t randint(int64_t lo, int64_t hi);   // uniform integer in [lo, hi] inclusive, unbiased
-  bool bernoulli(double p) { return uniform() < p; }
-  std::array<uint64_t, 4> state() const { return s_; }
-
- private:
-  std::array<uint64_t, 4> s_{};
-};
 
 // Augmentation and sample-construction settings. Defaults are the Syn2Real-TDoc pretraining protocol.
 struct AugmentConfig {

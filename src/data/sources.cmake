@@ -2,7 +2,6 @@
 add_library(diffnet_data STATIC
   ${CMAKE_CURRENT_LIST_DIR}/dataset.cpp
   ${CMAKE_CURRENT_LIST_DIR}/lmdb_store.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/rng.cpp
   ${CMAKE_CURRENT_LIST_DIR}/image_ops.cpp
   ${CMAKE_CURRENT_LIST_DIR}/sample.cpp
   ${CMAKE_CURRENT_LIST_DIR}/loader.cpp)

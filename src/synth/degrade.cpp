@@ -56,7 +56,7 @@ void apply_print_scan(Page& page, const PrintScan& ps, Rng& rng) {
     const auto& table = normal_table();
     const size_t n = size_t(img.w) * img.h;
     for (size_t i = 0; i < n; ++i) {
-      uint64_t bits = rng.next();
+      uint64_t bits = rng.next_u64();
       double nz = ps.noise_sd * table[bits >> 48];
       double chroma = 0.3 * ps.noise_sd * table[(bits >> 16) & 0xFFFF];
       uint8_t* p = &img.data[i * 3];

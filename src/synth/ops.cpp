@@ -227,7 +227,7 @@ void add_noise(Raster& img, const Box& b, const std::vector<uint8_t>& flags, dou
   for (int y = b.y0; y < b.y1; ++y)
     for (int x = b.x0; x < b.x1; ++x) {
       if (!flags.empty() && !flags[size_t(y - b.y0) * b.w() + (x - b.x0)]) continue;
-      double nz = sd * table[rng.next() >> 48];
+      double nz = sd * table[rng.next_u64() >> 48];
       uint8_t* p = img.px(x, y);
       for (int k = 0; k < 3; ++k) p[k] = to_u8(p[k] + nz);
     }
