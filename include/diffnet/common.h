@@ -44,6 +44,9 @@ std::string file_stem(const std::string& path);
 
 // Monotonic seconds since an arbitrary origin.
 double now_seconds();
+// CPU seconds used so far by the whole process / by the calling thread (robust timings on a busy machine).
+double process_cpu_seconds();
+double thread_cpu_seconds();
 
 // A single-line progress indicator on stderr: "label  123/456  27%  12.3 it/s  ETA 0:42  <extra>".
 // Redraws in place when stderr is a terminal, otherwise prints at most every `min_interval_s` seconds.

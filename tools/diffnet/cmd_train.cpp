@@ -1,5 +1,4 @@
 // diffnet train: train DiffNet on one or more datasets (folders, DocTamper LMDB, list files).
-#include <ctime>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -53,12 +52,6 @@ ModelConfig build_model_config(const TrainArgs& a, const nlohmann::json& file, c
   if (cmd.count("--drop-path")) m.drop_path_rate = a.drop_path;
   m.validate();
   return m;
-}
-
-double thread_cpu_seconds() {
-  timespec t;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
 // --bench-data N: builds N samples of the first source on this thread, as one loader worker does, and

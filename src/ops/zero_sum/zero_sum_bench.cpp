@@ -6,7 +6,6 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
-#include <time.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -38,21 +37,15 @@ std::vector<BenchCase> bench_cases(bool quick) {
   return cases;
 }
 
-double cpu_seconds() {
-  timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
 double median_ms(int iters, const at::Device& device, bool cpu_clock, const std::function<void()>& fn) {
   fn();  // warm-up
   detail::device_synchronize(device);
   std::vector<double> t;
   for (int i = 0; i < iters; ++i) {
-    const double t0 = cpu_clock ? cpu_seconds() : now_seconds();
+    const double t0 = cpu_clock ? process_cpu_seconds() : now_seconds();
     fn();
     detail::device_synchronize(device);
-    t.push_back(((cpu_clock ? cpu_seconds() : now_seconds()) - t0) * 1e3);
+    t.push_back(((cpu_clock ? process_cpu_seconds() : now_seconds()) - t0) * 1e3);
   }
   std::sort(t.begin(), t.end());
   return t.size() % 2 ? t[t.size() / 2] : 0.5 * (t[t.size() / 2 - 1] + t[t.size() / 2]);
