@@ -473,52 +473,48 @@ void zero_sum_backward_cpu(const T* x, const Strides& xs, const T* g, const Stri
   }
 }
 
-template <typename T>
-void channels_last_to_planes(const T* src, const Strides& ss, T* dst, const ZeroSumShape& s) {
-  // dst (B, C, H, W) contiguous. Tiles of 16 pixels x 16 channels: a tile reads 16 runs of 16 channels
-  // and writes 16 runs of 16 pixels, so both sides use whole cache lines.
-  constexpr int64_t kT = 16;
-  const int64_t HW = s.H * s.W;
+// Visits the (B, C, H, W) planes in tiles of up to kLayoutTile pixels x kLayoutTile channels along rows,
+// rows in parallel: tile(b, y, x0, nx, c0, nc). Both layout conversions below use it, so each tile reads
+// and writes whole cache lines on both sides.
+constexpr int64_t kLayoutTile = 16;
+template <typename Tile>
+void for_each_layout_tile(const ZeroSumShape& s, const Tile& tile) {
   at::parallel_for(0, s.B * s.H, 1, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const int64_t b = r / s.H, y = r % s.H;
-      for (int64_t x0 = 0; x0 < s.W; x0 += kT) {
-        const int64_t nx = std::min(kT, s.W - x0);
-        for (int64_t c0 = 0; c0 < s.C; c0 += kT) {
-          const int64_t nc = std::min(kT, s.C - c0);
-          T t[kT][kT];
-          for (int64_t i = 0; i < nx; ++i) {
-            const T* p = src + b * ss.b + y * ss.h + (x0 + i) * ss.w + c0 * ss.c;
-            for (int64_t c = 0; c < nc; ++c) t[c][i] = p[c * ss.c];
-          }
-          for (int64_t c = 0; c < nc; ++c)
-            std::memcpy(dst + (b * s.C + c0 + c) * HW + y * s.W + x0, t[c], sizeof(T) * nx);
-        }
-      }
+      for (int64_t x0 = 0; x0 < s.W; x0 += kLayoutTile)
+        for (int64_t c0 = 0; c0 < s.C; c0 += kLayoutTile)
+          tile(b, y, x0, std::min(kLayoutTile, s.W - x0), c0, std::min(kLayoutTile, s.C - c0));
     }
   });
 }
 
 template <typename T>
-void planes_to_channels_last(const T* src, T* dst, const Strides& ds, const ZeroSumShape& s) {
-  constexpr int64_t kT = 16;
+void channels_last_to_planes(const T* src, const Strides& ss, T* dst, const ZeroSumShape& s) {
+  // dst (B, C, H, W) contiguous: a tile reads nx runs of nc channels and writes nc runs of nx pixels.
   const int64_t HW = s.H * s.W;
-  at::parallel_for(0, s.B * s.H, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      const int64_t b = r / s.H, y = r % s.H;
-      for (int64_t x0 = 0; x0 < s.W; x0 += kT) {
-        const int64_t nx = std::min(kT, s.W - x0);
-        for (int64_t c0 = 0; c0 < s.C; c0 += kT) {
-          const int64_t nc = std::min(kT, s.C - c0);
-          T t[kT][kT];
-          for (int64_t c = 0; c < nc; ++c)
-            std::memcpy(t[c], src + (b * s.C + c0 + c) * HW + y * s.W + x0, sizeof(T) * nx);
-          for (int64_t i = 0; i < nx; ++i) {
-            T* p = dst + b * ds.b + y * ds.h + (x0 + i) * ds.w + c0 * ds.c;
-            for (int64_t c = 0; c < nc; ++c) p[c * ds.c] = t[c][i];
-          }
-        }
-      }
+  for_each_layout_tile(s, [&](int64_t b, int64_t y, int64_t x0, int64_t nx, int64_t c0, int64_t nc) {
+    T t[kLayoutTile][kLayoutTile];
+    for (int64_t i = 0; i < nx; ++i) {
+      const T* p = src + b * ss.b + y * ss.h + (x0 + i) * ss.w + c0 * ss.c;
+      for (int64_t c = 0; c < nc; ++c) t[c][i] = p[c * ss.c];
+    }
+    for (int64_t c = 0; c < nc; ++c)
+      std::memcpy(dst + (b * s.C + c0 + c) * HW + y * s.W + x0, t[c], sizeof(T) * nx);
+  });
+}
+
+template <typename T>
+void planes_to_channels_last(const T* src, T* dst, const Strides& ds, const ZeroSumShape& s) {
+  // src (B, C, H, W) contiguous; the inverse of channels_last_to_planes.
+  const int64_t HW = s.H * s.W;
+  for_each_layout_tile(s, [&](int64_t b, int64_t y, int64_t x0, int64_t nx, int64_t c0, int64_t nc) {
+    T t[kLayoutTile][kLayoutTile];
+    for (int64_t c = 0; c < nc; ++c)
+      std::memcpy(t[c], src + (b * s.C + c0 + c) * HW + y * s.W + x0, sizeof(T) * nx);
+    for (int64_t i = 0; i < nx; ++i) {
+      T* p = dst + b * ds.b + y * ds.h + (x0 + i) * ds.w + c0 * ds.c;
+      for (int64_t c = 0; c < nc; ++c) p[c * ds.c] = t[c][i];
     }
   });
 }
