@@ -1,37 +1,51 @@
 #!/usr/bin/env bash
-# GPU check of the fused zero-sum operator, in one go: builds the ops module alone
-# (src/ops/zero_sum/standalone: no JPEG/PNG/Cairo/LMDB needed) with -DDIFFNET_CUDA=ON against the LibTorch
-# inside an installed PyTorch, then runs
-#   1. zero_sum_check  CPU + CUDA: fused vs dense (float64/float32, all K x M, layouts), finite differences
-#                      in float64 on the GPU, determinism, CUDA vs CPU on a stage-sized input;
-#   2. test_ops        the GoogleTest suite, when GoogleTest is installed;
-#   3. zero_sum_bench  dense vs fused on the GPU (table + JSON), and every dense composition.
-# Logs go to $OUT (if set) or build-gpu-check/logs. Exit status 0 only when the build and checks pass.
-# Environment: PYTHON (python with torch), CUDACXX (nvcc), DIFFNET_CUDA_ARCHITECTURES (e.g. 90),
-# BUILD_DIR, JOBS, BENCH_ITERS (default 20).
+# The one GPU entry point (issue 13): on a machine with an NVIDIA GPU, PyTorch (CUDA) and nvcc, in one run:
+#   1. build the whole project (model, io, ops, data, train, eval, CLI; synth and serve off) with
+#      -DDIFFNET_CUDA=ON against the LibTorch inside PyTorch, Debian packages from .gpu/debs unpacked into
+#      .gpu/prefix (scripts/gpu-prepare.sh fetches them on the build machine);
+#   2. the test suite (ctest), which includes the CUDA checks: fused op CUDA vs CPU (test_ops), the atto
+#      model's forward, every gradient and an AdamW step CUDA vs CPU, autocast, CUDA-graph replay
+#      (test_device);
+#   3. benchmarks: the zero-sum op on the GPU, the model table (base 768^2 batch 1: inference fp32 /
+#      bf16 autocast / CUDA graph / bf16 weights, training step fp32 / bf16 autocast, fused vs dense; atto),
+#      per-part forward times, whole A4 pages at 300 dpi (atto shipped weights, base random weights);
+#   4. a 60-second atto training run on .gpu/data (generated pages) whose loss must fall.
+# If the full build fails, the ops module alone is built (standalone) so the operator checks still run.
+# Everything is logged to $OUT (or build-gpu/logs): gpu-check.log (all output), summary.txt, bench.jsonl
+# (one JSON object per benchmark), build.log, ctest.log, train.jsonl. Exit 0 only if all steps passed;
+# a missing piece (no GPU, no GoogleTest, no training data) is reported, not hidden.
+# Environment: PYTHON (python with torch), CUDACXX (nvcc), DIFFNET_CUDA_ARCHITECTURES (e.g. 90), BUILD_DIR,
+# JOBS, DEADLINE_S (skip benchmark steps once this many seconds have passed; default 480).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD=${BUILD_DIR:-$ROOT/build-gpu-check}
+BUILD=${BUILD_DIR:-$ROOT/build-gpu}
 LOGS=${OUT:-$BUILD/logs}
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
-BENCH_ITERS=${BENCH_ITERS:-20}
+DEADLINE_S=${DEADLINE_S:-420}
+T0=$(date +%s)
 mkdir -p "$BUILD" "$LOGS"
 exec > >(tee -a "$LOGS/gpu-check.log") 2>&1
 
 SUMMARY="$LOGS/summary.txt"
+BENCH="$LOGS/bench.jsonl"
 : > "$SUMMARY"
+: > "$BENCH"
+status=0
 note() { echo "$*" | tee -a "$SUMMARY"; }
-step() { echo; echo "== $* ($(date +%H:%M:%S))"; }
-die() { note "FAILED: $*"; exit 1; }
+step() { echo; echo "== $* ($(date +%H:%M:%S), +$(( $(date +%s) - T0 ))s)"; }
+fail() { note "FAILED: $*"; status=1; }
+die() { note "FAILED: $*"; echo "gpu-check: FAILED"; exit 1; }
+time_left() { [ $(( $(date +%s) - T0 )) -lt "$DEADLINE_S" ]; }
 
 step "environment"
 uname -a
 echo "cores: $(nproc 2>/dev/null)"
-command -v nvidia-smi >/dev/null && nvidia-smi || echo "nvidia-smi: not found"
+command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv ||
+  echo "nvidia-smi: not found"
 cmake --version | head -1 || die "cmake not found"
+g++ --version | head -1 || die "g++ not found"
 
-# Python with torch (its LibTorch is what we build against).
 PY=""
 for p in ${PYTHON:-} python3 /usr/bin/python3 python; do
   if command -v "$p" >/dev/null 2>&1 && "$p" -c 'import torch' >/dev/null 2>&1; then PY=$p; break; fi
@@ -39,8 +53,9 @@ done
 [ -n "$PY" ] || die "no python with torch (set PYTHON=/path/to/python)"
 TORCH_PREFIX=$("$PY" -c 'import torch; print(torch.utils.cmake_prefix_path)')
 TORCH_CUDA=$("$PY" -c 'import torch; print(torch.version.cuda or "")')
-"$PY" -c 'import torch; print("torch", torch.__version__, "| cuda", torch.version.cuda, "| available", torch.cuda.is_available(), "| devices", torch.cuda.device_count())'
+"$PY" -c 'import torch; print("torch", torch.__version__, "| cuda", torch.version.cuda, "| cxx11 abi", torch._C._GLIBCXX_USE_CXX11_ABI, "| available", torch.cuda.is_available(), "| devices", torch.cuda.device_count())'
 [ -n "$TORCH_CUDA" ] || die "this PyTorch has no CUDA (torch.version.cuda is None)"
+note "torch: $("$PY" -c 'import torch; print(torch.__version__)') cuda $TORCH_CUDA"
 
 # nvcc: $CUDACXX, else the first toolkit whose major version matches PyTorch's CUDA, else any.
 nvcc_major() { "$1" --version 2>/dev/null | sed -n 's/.*release \([0-9]*\)\..*/\1/p' | head -1; }
@@ -60,7 +75,6 @@ fi
 [ -n "$NVCC" ] || die "nvcc not found (set CUDACXX=/path/to/nvcc)"
 "$NVCC" --version | tail -2
 CUDA_ROOT=$(cd "$(dirname "$NVCC")/.." && pwd)
-
 ARCH=${DIFFNET_CUDA_ARCHITECTURES:-}
 if [ -z "$ARCH" ] && command -v nvidia-smi >/dev/null; then
   ARCH=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d '. \r')
@@ -68,62 +82,177 @@ fi
 ARCH=${ARCH:-90}
 echo "nvcc $NVCC, toolkit $CUDA_ROOT, architectures $ARCH, torch cmake prefix $TORCH_PREFIX"
 
-step "configure"
-cmake -S "$ROOT/src/ops/zero_sum/standalone" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release \
-  -DDIFFNET_CUDA=ON -DDIFFNET_CUDA_ARCHITECTURES="$ARCH" \
-  -DCMAKE_PREFIX_PATH="$TORCH_PREFIX" -DCMAKE_CUDA_COMPILER="$NVCC" \
-  -DCUDAToolkit_ROOT="$CUDA_ROOT" -DCUDA_TOOLKIT_ROOT_DIR="$CUDA_ROOT" \
-  >"$LOGS/configure.log" 2>&1
-rc=$?
-tail -25 "$LOGS/configure.log"
-[ $rc -eq 0 ] || die "configure (see configure.log)"
-
-step "build"
-targets=(zero_sum_check zero_sum_bench)
-grep -q "^test_ops:" <(cmake --build "$BUILD" --target help 2>/dev/null | sed 's/^\.\.\. //; s/ .*//; s/$/:/') &&
-  targets+=(test_ops)
-cmake --build "$BUILD" -j "$JOBS" --target "${targets[@]}" >"$LOGS/build.log" 2>&1
-rc=$?
-grep -E "error|warning" "$LOGS/build.log" | head -40
-[ $rc -eq 0 ] || { tail -40 "$LOGS/build.log"; die "build (see build.log)"; }
-note "build: ok (${targets[*]})"
-
-status=0
-step "checks (CPU + CUDA)"
-timeout 900 "$BUILD/zero_sum_check" >"$LOGS/check.log" 2>&1
-rc=$?
-cat "$LOGS/check.log"
-if [ $rc -eq 0 ] && grep -q "^\[cuda\] SKIPPED" "$LOGS/check.log"; then
-  note "checks: CPU passed, CUDA SKIPPED ($(grep '^\[cuda\] SKIPPED' "$LOGS/check.log" | head -1))"
-  status=1
-elif [ $rc -eq 0 ]; then
-  note "checks: passed (CPU + CUDA)"
+step "dependencies (.gpu/debs -> .gpu/prefix)"
+PREFIX=$ROOT/.gpu/prefix
+if ls "$ROOT"/.gpu/debs/*.deb >/dev/null 2>&1; then
+  rm -rf "$PREFIX" && mkdir -p "$PREFIX"
+  unpack() {  # dpkg -x, or ar + tar where there is no dpkg
+    if command -v dpkg >/dev/null; then dpkg -x "$1" "$PREFIX"; return; fi
+    local member
+    member=$(ar t "$1" | grep '^data\.tar')
+    case "$member" in
+      *.xz) ar p "$1" "$member" | tar -xJ -C "$PREFIX" ;;
+      *.zst) ar p "$1" "$member" | tar --zstd -x -C "$PREFIX" ;;
+      *) ar p "$1" "$member" | tar -xz -C "$PREFIX" ;;
+    esac
+  }
+  for f in "$ROOT"/.gpu/debs/*.deb; do unpack "$f" || fail "unpack $f"; done
+  LIBDIR=$PREFIX/usr/lib/x86_64-linux-gnu
+  # zlib-dev's libz.so points at an absolute path of Debian's zlib: use this machine's libz.so.1.
+  for z in /lib/x86_64-linux-gnu/libz.so.1 /usr/lib/x86_64-linux-gnu/libz.so.1; do
+    [ -e "$z" ] && { ln -sf "$z" "$LIBDIR/libz.so"; break; }
+  done
+  export CPATH=$PREFIX/usr/include${CPATH:+:$CPATH}
+  export LIBRARY_PATH=$LIBDIR${LIBRARY_PATH:+:$LIBRARY_PATH}
+  export LD_LIBRARY_PATH=$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export PKG_CONFIG_PATH=$LIBDIR/pkgconfig:$PREFIX/usr/share/pkgconfig
+  echo "unpacked $(ls "$ROOT"/.gpu/debs/*.deb | wc -l) packages into $PREFIX"
 else
-  note "checks: FAILED (rc $rc, see check.log)"
-  status=1
+  echo "no .gpu/debs (run scripts/gpu-prepare.sh on the build machine): using system packages"
 fi
 
-if [ -x "$BUILD/test_ops" ]; then
-  step "test_ops (GoogleTest)"
-  timeout 900 "$BUILD/test_ops" --gtest_brief=1 >"$LOGS/test_ops.log" 2>&1
+GEN=()
+command -v ninja >/dev/null && GEN=(-G Ninja)
+full_build=0
+step "configure (whole project, CUDA on, synth and serve off)"
+cmake -S "$ROOT" -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release \
+  -DDIFFNET_CUDA=ON -DDIFFNET_CUDA_ARCHITECTURES="$ARCH" -DDIFFNET_SYNTH=OFF -DDIFFNET_SERVE=OFF \
+  -DCMAKE_PREFIX_PATH="$TORCH_PREFIX;$PREFIX/usr" -DCMAKE_CUDA_COMPILER="$NVCC" \
+  -DCUDAToolkit_ROOT="$CUDA_ROOT" -DCUDA_TOOLKIT_ROOT_DIR="$CUDA_ROOT" >"$LOGS/build.log" 2>&1
+rc=$?
+grep -iE "warning|error|not found" "$LOGS/build.log" | grep -v "^--  *" | head -20
+if [ $rc -ne 0 ]; then
+  tail -30 "$LOGS/build.log"
+  fail "configure of the whole project (build.log)"
+else
+  step "build (-j $JOBS, keep going)"
+  if [ ${#GEN[@]} -gt 0 ]; then
+    cmake --build "$BUILD" -j "$JOBS" -- -k 0 >>"$LOGS/build.log" 2>&1
+  else
+    cmake --build "$BUILD" -j "$JOBS" -- -k >>"$LOGS/build.log" 2>&1
+  fi
   rc=$?
-  tail -15 "$LOGS/test_ops.log"
-  [ $rc -eq 0 ] && note "test_ops: passed" || { note "test_ops: FAILED (rc $rc)"; status=1; }
-else
-  note "test_ops: not built (no GoogleTest)"
+  grep -E "error|FAILED" "$LOGS/build.log" | head -40
+  if [ $rc -eq 0 ]; then
+    note "build: ok (whole project, CUDA)"
+    full_build=1
+  else
+    fail "build of the whole project (build.log); built: $(ls "$BUILD" | grep -E '^(diffnet|test_)' | tr '\n' ' ')"
+  fi
+fi
+DN=$BUILD/diffnet
+
+if [ $full_build -eq 1 ] || [ -x "$BUILD/tests/test_device" ]; then
+  step "tests (ctest: CPU suite + CUDA checks)"
+  (cd "$BUILD" && DIFFNET_THREADS=8 timeout 420 ctest --output-on-failure -j 4 --timeout 300) >"$LOGS/ctest.log" 2>&1
+  rc=$?
+  grep -E "tests passed|Passed|Failed|\*\*\*|SKIPPED|Skipped" "$LOGS/ctest.log" | tail -30
+  [ $rc -eq 0 ] && note "ctest: passed ($(grep 'tests passed' "$LOGS/ctest.log"))" || fail "ctest (ctest.log)"
+  # The CUDA cases must have run, not been skipped.
+  for t in "$BUILD/tests/test_device" "$BUILD/tests/test_ops"; do
+    [ -x "$t" ] || continue
+    out=$("$t" --gtest_filter='Cuda*:*Cuda*' 2>&1)
+    echo "$out" | grep -E "^\[  (PASSED|FAILED|SKIPPED) |OK \]|FAILED  \]|SKIPPED \]" | head -20
+    if echo "$out" | grep -q "SKIPPED \]"; then fail "$(basename "$t"): CUDA cases SKIPPED";
+    elif echo "$out" | grep -q "PASSED"; then note "$(basename "$t") CUDA cases: passed";
+    else fail "$(basename "$t") CUDA cases"; fi
+  done
 fi
 
-step "benchmark (CUDA, dense vs fused, base stage shapes)"
-timeout 600 "$BUILD/zero_sum_bench" --device cuda --iters "$BENCH_ITERS" 2>&1 | tee "$LOGS/bench-cuda.txt"
-rc=${PIPESTATUS[0]}
-timeout 600 "$BUILD/zero_sum_bench" --device cuda --iters "$BENCH_ITERS" --json >"$LOGS/bench-cuda.jsonl" 2>&1
-[ $rc -eq 0 ] && note "bench: ok (bench-cuda.txt, bench-cuda.jsonl)" || { note "bench: FAILED (rc $rc)"; status=1; }
+if [ $full_build -eq 0 ]; then
+  step "fallback: ops module alone (standalone)"
+  SA=$BUILD-ops
+  if cmake -S "$ROOT/src/ops/zero_sum/standalone" -B "$SA" -DCMAKE_BUILD_TYPE=Release -DDIFFNET_CUDA=ON \
+       -DDIFFNET_CUDA_ARCHITECTURES="$ARCH" -DCMAKE_PREFIX_PATH="$TORCH_PREFIX;$PREFIX/usr" \
+       -DCMAKE_CUDA_COMPILER="$NVCC" -DCUDAToolkit_ROOT="$CUDA_ROOT" -DCUDA_TOOLKIT_ROOT_DIR="$CUDA_ROOT" \
+       >>"$LOGS/build.log" 2>&1 &&
+     cmake --build "$SA" -j "$JOBS" --target zero_sum_check zero_sum_bench >>"$LOGS/build.log" 2>&1; then
+    timeout 300 "$SA/zero_sum_check" 2>&1 | tail -30
+    [ "${PIPESTATUS[0]}" -eq 0 ] && note "ops checks (standalone): passed" || fail "ops checks (standalone)"
+    timeout 200 "$SA/zero_sum_bench" --device cuda --iters 20 --json >>"$BENCH" 2>&1
+  else
+    fail "standalone ops build (build.log)"
+  fi
+  echo; cat "$SUMMARY"; echo "gpu-check: FAILED"; exit 1
+fi
 
-step "benchmark (CUDA, every dense composition, for picking dense and the inference path)"
-timeout 600 "$BUILD/zero_sum_bench" --device cuda --iters 10 --all-dense 2>&1 | tee "$LOGS/bench-cuda-dense-variants.txt"
-timeout 300 "$BUILD/zero_sum_bench" --device cuda --iters 10 --layout nchw 2>&1 >"$LOGS/bench-cuda-nchw.txt"
+# One benchmark: runs `diffnet bench ... --json`, appends the JSON line (with a tag) to bench.jsonl.
+bench() {
+  local tag=$1; shift
+  time_left || { note "skipped (deadline): $tag"; return; }
+  local line
+  line=$(timeout 120 "$DN" bench --json --quiet "$@" 2>>"$LOGS/gpu-check.log" | tail -1)
+  if [ -n "$line" ] && echo "$line" | grep -q '^{'; then
+    echo "{\"tag\":\"$tag\",${line#\{}" >>"$BENCH"
+    echo "$tag: $(echo "$line" | "$PY" -c 'import json,sys; j=json.loads(sys.stdin.read()); print("%.2f ms/it  %.1f it/s  peak %.0f MiB" % (j["median_ms"], j["it_per_s"], j.get("peak_memory_mib", 0)))')"
+  else
+    fail "bench $tag ($*)"
+  fi
+}
+
+step "benchmark: model table (median of 20 after 5 warm-up)"
+B768=(--preset base --size 768 --batch 1 --device cuda --iters 20 --warmup 5)
+bench base-768-infer-f32 "${B768[@]}" --mode infer
+bench base-768-infer-amp "${B768[@]}" --mode infer --amp
+bench base-768-infer-amp-graph "${B768[@]}" --mode infer --amp --graph
+bench base-768-infer-bf16w-graph "${B768[@]}" --mode infer --dtype bf16 --graph
+bench base-768-train-f32-fused "${B768[@]}" --mode train --disc-impl fused
+bench base-768-train-f32-dense "${B768[@]}" --mode train --disc-impl dense
+bench base-768-train-amp-fused "${B768[@]}" --mode train --amp --disc-impl fused
+bench base-768-train-amp-dense "${B768[@]}" --mode train --amp --disc-impl dense
+bench atto-768-infer-amp-graph --preset atto --size 768 --device cuda --iters 30 --warmup 5 --mode infer --amp --graph
+bench atto-256-train-b16-amp --preset atto --size 256 --batch 16 --device cuda --iters 20 --warmup 5 --mode train --amp
+step "training: atto on generated pages, 60 s, bf16 autocast"
+if [ -d "$ROOT/.gpu/data/images" ] && [ $(( $(date +%s) - T0 )) -lt $((DEADLINE_S + 30)) ]; then
+  RUN=$BUILD/train-check
+  rm -rf "$RUN"
+  timeout 75 "$DN" train --device cuda --amp --data "$ROOT/.gpu/data" --out "$RUN" --preset atto --size 256 \
+    --batch 16 --steps 100000 --warmup 50 --lr 5e-4 --workers 12 --checkpoint-every 200 --seed 1 2>&1 | tail -5
+  cp "$RUN/log.jsonl" "$LOGS/train.jsonl" 2>/dev/null
+  "$PY" - "$RUN/log.jsonl" <<'PYEOF' 2>&1 | tee -a "$SUMMARY"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+loss = [r["loss"] for r in rows if r.get("loss") is not None]
+n = len(loss)
+k = max(1, min(50, n // 4))
+first, last = sum(loss[:k]) / k, sum(loss[-k:]) / k
+ips = sorted(r["images_per_s"] for r in rows[5:]) or [0]
+wait = sum(r["data_wait"] for r in rows[5:]) / max(1, len(rows) - 5)
+print("train: %d steps in %.0f s, loss first %d steps %.4f -> last %d %.4f (%s), %.0f img/s median, data wait %.0f%%"
+      % (n, rows[-1]["time"] if rows else 0, k, first, k, last, "falls" if last < 0.85 * first else "DOES NOT FALL",
+         ips[len(ips) // 2], 100 * wait))
+sys.exit(0 if n >= 20 and last < 0.85 * first else 1)
+PYEOF
+  [ "${PIPESTATUS[0]}" -eq 0 ] || fail "training check (loss did not fall or too few steps)"
+else
+  note "training check: skipped (no .gpu/data: run scripts/gpu-prepare.sh, or deadline)"
+  status=1
+fi
+
+if time_left; then
+step "benchmark: zero-sum operator on the GPU (dense vs fused, base stage shapes)"
+timeout 200 "$DN" bench --op zero-sum --device cuda --iters 20 --json >>"$BENCH" 2>>"$LOGS/gpu-check.log" ||
+  fail "zero-sum bench"
+tail -8 "$BENCH" | cut -c1-200
+fi
+
+step "A4 pages at 300 dpi, whole pipeline (decode, DCT, windows, model, merge)"
+if time_left; then
+  timeout 150 "$DN" predict --bench --bench-runs 3 --device cuda --batch 16 2>&1 | tee -a "$SUMMARY" ||
+    fail "predict --bench atto"
+fi
+if time_left; then
+  timeout 150 "$DN" predict --bench --bench-runs 3 --device cuda --batch 8 --preset base 2>&1 | tee -a "$SUMMARY" ||
+    fail "predict --bench base"
+fi
+
+if time_left; then
+  echo "per-part forward (base 768, bf16 autocast):"
+  timeout 120 "$DN" bench "${B768[@]}" --mode infer --amp --parts --iters 10 --quiet 2>&1 | tee -a "$SUMMARY"
+fi
 
 echo
+echo "== summary (+$(( $(date +%s) - T0 ))s)"
 cat "$SUMMARY"
 [ $status -eq 0 ] && echo "gpu-check: PASSED" || echo "gpu-check: FAILED"
 exit $status

@@ -117,6 +117,45 @@ TEST(Optimizer, AdamWMatchesTorch) {
   EXPECT_EQ(o2.state().at("u.step").item<int64_t>(), 0);
 }
 
+// Parameters with different weight decay and different step counts (one gets a gradient every other step)
+// are grouped inside AdamW::step; each must follow the per-parameter rule, computed here in float64.
+TEST(Optimizer, AdamWGroupsFollowTheFloat64Rule) {
+  torch::manual_seed(2);
+  const double b1 = 0.9, b2 = 0.99, eps = 1e-8, lr = 0.05;
+  const double wds[3] = {0.0, 0.1, 0.1};
+  std::vector<at::Tensor> live, ref, m, v;
+  std::vector<int64_t> t(3, 0);
+  std::vector<AdamW::Param> params;
+  for (int i = 0; i < 3; ++i) {
+    at::Tensor p0 = at::randn({3 + i});
+    live.push_back(p0.clone().requires_grad_(true));
+    ref.push_back(p0.to(at::kDouble));
+    m.push_back(at::zeros({3 + i}, at::kDouble));
+    v.push_back(at::zeros({3 + i}, at::kDouble));
+    params.push_back({"p" + std::to_string(i), live.back(), wds[i]});
+  }
+  AdamW opt(params, b1, b2, eps);
+  for (int step = 0; step < 5; ++step) {
+    for (int i = 0; i < 3; ++i) {
+      if (i == 2 && step % 2 == 1) continue;  // no gradient: skipped, its step count does not move
+      at::Tensor g = at::randn({3 + i});
+      live[i].mutable_grad() = g.clone();
+      const double tt = static_cast<double>(++t[i]);
+      at::Tensor gd = g.to(at::kDouble);
+      ref[i] = ref[i] * (1 - lr * wds[i]);
+      m[i] = b1 * m[i] + (1 - b1) * gd;
+      v[i] = b2 * v[i] + (1 - b2) * gd * gd;
+      const double bc1 = 1 - std::pow(b1, tt), bc2 = 1 - std::pow(b2, tt);
+      ref[i] = ref[i] - lr / bc1 * m[i] / (v[i].sqrt() / std::sqrt(bc2) + eps);
+    }
+    opt.step(lr);
+    opt.zero_grad();
+  }
+  for (int i = 0; i < 3; ++i) EXPECT_LE(testutil::max_abs_diff(live[i], ref[i]), 1e-5) << i;
+  EXPECT_EQ(opt.state().at("p2.step").item<int64_t>(), 3);
+  EXPECT_EQ(opt.state().at("p0.step").item<int64_t>(), 5);
+}
+
 // A very small DiffNet for CPU tests.
 ModelConfig tiny_model() {
   ModelConfig m = model_preset("atto");

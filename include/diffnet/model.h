@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -46,7 +47,12 @@ class DiffNetImpl : public torch::nn::Module {
   // The submodules (rgb, dct, fuse, disc, decoder, cls_head; see src/model/diffnet_parts.h).
   DiffNetParts& parts() { return *parts_; }
 
+  // Profiling hook: forward() calls fn(part) after each part ("start", "rgb.stage1", "dct", "rgb.stage2",
+  // "rgb.stage3", "rgb.stage4", "discrepancy", "decoder", "cls_head"). Empty function: no calls.
+  void set_trace(std::function<void(const char*)> fn) { trace_ = std::move(fn); }
+
  private:
+  std::function<void(const char*)> trace_;
   ModelConfig cfg_;
   std::shared_ptr<DiffNetParts> parts_;
 };

@@ -56,6 +56,7 @@ struct PredictOptions {
   double threshold = 0.5;          // decision and region threshold
   int64_t min_region_area = kDefaultMinRegionArea;
   int64_t max_pixels = 100'000'000;  // predict_file/predict_bytes refuse larger images before decoding
+  std::string device = "cpu";      // cpu | cuda | cuda:N: the model is moved there, windows run there
 };
 
 struct PredictTimings {

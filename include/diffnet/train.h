@@ -43,6 +43,7 @@ struct TrainConfig {
   bool validate = true;           // header check of every file before training
   std::string init;               // diffnet weights to start from (fine-tuning)
   std::string init_backbone;      // timm/official ConvNeXt-V2 safetensors for the RGB backbone
+  bool amp = false;               // bf16 autocast (fp32 master weights; norms and loss in fp32)
   AugmentConfig augment;
 };
 nlohmann::json to_json(const TrainConfig& cfg);
@@ -127,6 +128,7 @@ struct TrainOptions {
   bool quiet = false;       // no progress line
   bool export_fp16 = false; // also write model-fp16.safetensors
   double log_interval_s = 10.0;  // progress line interval when stderr is not a terminal
+  std::string device = "cpu";    // cpu | cuda | cuda:N (model, optimizer state and batches live there)
 };
 
 struct TrainSummary {
@@ -140,7 +142,8 @@ struct TrainSummary {
   std::string model_path;      // final weights (written when end_step == cfg.steps)
 };
 
-// Trains in the run directory. Run layout: config.json, log.jsonl, checkpoints/last.safetensors
+// Trains in the run directory, on opt.device. One host synchronisation per optimizer step (the loss and
+// gradient-norm values that decide whether the update is applied and that are logged). Run layout: config.json, log.jsonl, checkpoints/last.safetensors
 // (+ step-N copies), model.safetensors at the end (fp32, diffnet::load_model).
 TrainSummary run_training(const TrainConfig& cfg, const ModelConfig& model_cfg, const TrainOptions& opt);
 

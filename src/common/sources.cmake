@@ -2,5 +2,6 @@
 # Convention for every module: add_library(diffnet_<module> ...), and CLI commands appended with
 #   set_property(GLOBAL APPEND PROPERTY DIFFNET_CLI_SOURCES ${PROJECT_SOURCE_DIR}/tools/diffnet/cmd_<name>.cpp)
 add_library(diffnet_common STATIC
-  ${CMAKE_CURRENT_LIST_DIR}/common.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/common.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/device.cpp)
 target_link_libraries(diffnet_common PUBLIC diffnet_flags)

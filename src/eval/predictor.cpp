@@ -6,6 +6,7 @@
 
 #include "diffnet/common.h"
 #include "diffnet/dct.h"
+#include "diffnet/device.h"
 #include "diffnet/image_io.h"
 #include "diffnet/model.h"
 #include "diffnet/predict.h"
@@ -67,6 +68,7 @@ struct Predictor::Impl {
   LoadedModel lm;
   PredictOptions opt;
   int64_t window = 0, stride = 0;
+  at::Device device = at::kCPU;
 };
 
 Predictor::Predictor(LoadedModel model, PredictOptions options) : impl_(std::make_unique<Impl>()) {
@@ -81,6 +83,8 @@ Predictor::Predictor(LoadedModel model, PredictOptions options) : impl_(std::mak
   if (o.dct_source != "auto" && o.dct_source != "file" && o.dct_source != "pixels")
     throw Error("--dct-source", "expected auto, file or pixels, got '" + o.dct_source + "'");
   if (!(o.threshold >= 0 && o.threshold < 1)) throw Error("--threshold", "must be in [0, 1)");
+  impl_->device = parse_device(o.device);
+  impl_->lm.model->to(impl_->device);
   impl_->lm.model->eval();
 }
 
@@ -182,11 +186,12 @@ Prediction Predictor::predict_rgb(const at::Tensor& rgb, const std::vector<uint8
       dcts.push_back(d.dct.slice(0, windows[i].y, windows[i].y + R).slice(1, windows[i].x, windows[i].x + R));
     }
     const int64_t B = int64_t(b1 - b0);
-    at::Tensor x = normalize_rgb(at::stack(rgbs));
-    at::Tensor qt = d.qt.view({1, 64}).expand({B, 64}).contiguous();
-    DiffNetOutput out = model.forward(x, at::stack(dcts), qt);
-    at::Tensor prob = out.seg_logits.softmax(1).select(1, 1).to(at::kFloat);
-    at::Tensor cls = out.cls_logits.softmax(1).select(1, 1).to(at::kFloat);
+    const at::Device dev = impl_->device;
+    at::Tensor x = normalize_rgb(at::stack(rgbs).to(dev));
+    at::Tensor qt = d.qt.view({1, 64}).expand({B, 64}).contiguous().to(dev);
+    DiffNetOutput out = model.forward(x, at::stack(dcts).to(dev), qt);
+    at::Tensor prob = out.seg_logits.softmax(1).select(1, 1).to(at::kCPU, at::kFloat);
+    at::Tensor cls = out.cls_logits.softmax(1).select(1, 1).to(at::kCPU, at::kFloat);
     for (int64_t i = 0; i < B; ++i) max_merge(merged, prob[i], windows[b0 + size_t(i)]);
     score = std::max(score, cls.max().item<double>());
   }

@@ -38,9 +38,16 @@ LayerNorm2dImpl::LayerNorm2dImpl(int64_t channels, double eps) : channels_(chann
   bias = register_parameter("bias", torch::zeros({channels}));
 }
 
+at::Tensor layer_norm_last(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps) {
+  // bf16 activations with float32 weights (autocast): normalise in float32, as CUDA autocast does by
+  // itself; LibTorch 1.13's CPU autocast leaves layer_norm alone and it would reject the mixed dtypes.
+  const at::Tensor xs = x.scalar_type() == weight.scalar_type() ? x : x.to(weight.scalar_type());
+  return at::layer_norm(xs, {x.size(-1)}, weight, bias, eps);
+}
+
 at::Tensor LayerNorm2dImpl::forward(const at::Tensor& x) {
   // channels_last memory makes the NHWC permute a free view; layer_norm over C = biased variance over C.
-  at::Tensor y = at::layer_norm(x.permute({0, 2, 3, 1}), {channels_}, weight, bias, eps_);
+  at::Tensor y = layer_norm_last(x.permute({0, 2, 3, 1}), weight, bias, eps_);
   return y.permute({0, 3, 1, 2});
 }
 
@@ -50,10 +57,14 @@ GrnImpl::GrnImpl(int64_t channels) {
 }
 
 at::Tensor GrnImpl::forward(const at::Tensor& x) {
-  // square -> sum -> sqrt is several times faster than linalg_vector_norm on CPU.
-  at::Tensor gx = x.square().sum({1, 2}, /*keepdim=*/true).sqrt();
+  // square -> sum -> sqrt is several times faster than linalg_vector_norm on CPU. The statistics are
+  // taken in float32 also for bf16 activations (autocast, bf16 weights): a bf16 sum over H*W loses digits.
+  const bool reduced = x.scalar_type() == at::kBFloat16 || x.scalar_type() == at::kHalf;
+  const at::Tensor xs = reduced ? x.to(at::kFloat) : x;
+  at::Tensor gx = xs.square().sum({1, 2}, /*keepdim=*/true).sqrt();
   at::Tensor nx = gx / (gx.mean(-1, /*keepdim=*/true) + 1e-6);
-  return x + at::addcmul(bias, weight, x * nx);
+  if (!reduced) return x + at::addcmul(bias, weight, x * nx);
+  return (xs + at::addcmul(bias.to(at::kFloat), weight.to(at::kFloat), xs * nx)).to(x.scalar_type());
 }
 
 MlpImpl::MlpImpl(int64_t channels, int64_t hidden) {
@@ -83,7 +94,7 @@ ConvNeXtBlockImpl::ConvNeXtBlockImpl(int64_t channels, double drop_path) : drop_
 at::Tensor ConvNeXtBlockImpl::forward(const at::Tensor& x) {
   at::Tensor y = conv_dw->forward(x.contiguous(at::MemoryFormat::ChannelsLast));
   y = y.permute({0, 2, 3, 1});  // NHWC view (free for channels_last)
-  y = mlp->forward(norm->forward(y));
+  y = mlp->forward(layer_norm_last(y, norm->weight, norm->bias, norm->options.eps()));
   y = y.permute({0, 3, 1, 2});
   return x + drop_path(y, drop_path_rate, is_training());
 }

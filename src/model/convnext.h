@@ -14,6 +14,10 @@ void trunc_normal_(at::Tensor& w, double std, double a = -2.0, double b = 2.0);
 // trunc_normal(std) for every Conv2d/Linear weight below `module`, zero biases (ConvNeXt-V2 init).
 void init_conv_linear(torch::nn::Module& module, double std = 0.02);
 
+// LayerNorm over the last dimension; activations whose dtype differs from the weights' (bf16 under
+// autocast) are normalised in the weights' dtype (float32), so the result is float32 then.
+at::Tensor layer_norm_last(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps);
+
 // LayerNorm over the channels of an NCHW tensor (biased variance over C, eps 1e-6); returns channels_last.
 class LayerNorm2dImpl : public torch::nn::Module {
  public:

@@ -92,6 +92,10 @@ DiffNetOutput DiffNetImpl::forward(const at::Tensor& rgb, const at::Tensor& dct_
       throw Error("DiffNet", "qt must be (B,64), got " + (qt_in.defined() ? c10::str(qt_in.sizes()) : "undefined"));
     dct = as_index(dct_in, "dct");
     qt = as_index(qt_in, "qt");
+  }
+  // Value ranges are checked on the CPU only: on a GPU the check would stall the host (and break CUDA
+  // graph capture); GPU callers move inputs that were built, and checked, on the CPU.
+  if (p.dct && dct.is_cpu() && qt.is_cpu()) {
     auto dmm = at::aminmax(dct);
     if (std::get<0>(dmm).item<int64_t>() < 0 || std::get<1>(dmm).item<int64_t>() > 20)
       throw Error("DiffNet", "dct values must be in [0, 20]");
@@ -101,23 +105,35 @@ DiffNetOutput DiffNetImpl::forward(const at::Tensor& rgb, const at::Tensor& dct_
   }
 
   auto& st = p.rgb->stages;
+  auto mark = [this](const char* part) {
+    if (trace_) trace_(part);
+  };
+  mark("start");
   x = p.rgb->stem->forward(x);
   if (p.disc_input) x = x + p.disc_input->forward(rgb.to(dtype));
   at::Tensor f1 = st[0]->forward_blocks(x);
+  mark("rgb.stage1");
   x = st[1]->forward_downsample(f1);
   if (p.dct) {
     at::Tensor fd = p.dct->forward(dct, qt);
+    mark("dct");
     x = p.fuse->forward(at::cat({x, fd}, 1).contiguous(at::MemoryFormat::ChannelsLast));
   }
   at::Tensor f2 = st[1]->forward_blocks(x);
+  mark("rgb.stage2");
   at::Tensor f3 = st[2]->forward(f2);
+  mark("rgb.stage3");
   at::Tensor f4 = st[3]->forward(f3);
+  mark("rgb.stage4");
 
   std::vector<at::Tensor> t;
   const at::Tensor* feats[4] = {&f1, &f2, &f3, &f4};
   for (int s = 0; s < 4; ++s) t.push_back(p.disc[s]->forward(*feats[s]));
+  mark("discrepancy");
   model::DecoderOutput dec = p.decoder->forward(t, H, W);
+  mark("decoder");
   at::Tensor cls = p.cls_head->forward(dec.p2, dec.seg_logits);
+  mark("cls_head");
   return {dec.seg_logits.to(at::kFloat), cls.to(at::kFloat)};
 }
 

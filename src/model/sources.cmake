@@ -1,4 +1,4 @@
-# Module `model`: configuration, ConvNeXt-V2, DCT branch, discrepancy, decoder, DiffNet, weights, info, bench.
+# Module `model`: configuration, ConvNeXt-V2, DCT branch, discrepancy, decoder, DiffNet, weights, info.
 add_library(diffnet_model STATIC
   ${CMAKE_CURRENT_LIST_DIR}/config.cpp
   ${CMAKE_CURRENT_LIST_DIR}/convnext.cpp
@@ -8,8 +8,7 @@ add_library(diffnet_model STATIC
   ${CMAKE_CURRENT_LIST_DIR}/diffnet.cpp
   ${CMAKE_CURRENT_LIST_DIR}/weights.cpp
   ${CMAKE_CURRENT_LIST_DIR}/timm_import.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/model_info.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/model_bench.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/model_info.cpp)
 target_link_libraries(diffnet_model PUBLIC diffnet_ops diffnet_io nlohmann_json::nlohmann_json)
 # `diffnet bench --op zero-sum` is wired only when the ops module builds its benchmark.
 get_target_property(_diffnet_ops_sources diffnet_ops SOURCES)
@@ -18,5 +17,4 @@ if(_diffnet_ops_sources MATCHES "zero_sum_bench")
 endif()
 set_property(GLOBAL APPEND PROPERTY DIFFNET_CLI_SOURCES
   ${PROJECT_SOURCE_DIR}/tools/diffnet/cmd_info.cpp
-  ${PROJECT_SOURCE_DIR}/tools/diffnet/cmd_bench.cpp
   ${PROJECT_SOURCE_DIR}/tools/diffnet/cmd_convert.cpp)

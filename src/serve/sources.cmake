@@ -1,6 +1,6 @@
 # Module `serve`: the HTTP service (`diffnet serve`) around the eval module's Predictor (cpp-httplib;
 # Debian's build is a compiled library whose ABI needs its pkg-config defines, e.g. OpenSSL support).
-if(TARGET diffnet_eval AND TARGET diffnet_model)
+if(DIFFNET_SERVE AND TARGET diffnet_eval AND TARGET diffnet_model)
   pkg_check_modules(CPPHTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
   find_package(Threads REQUIRED)
   add_library(diffnet_serve STATIC ${CMAKE_CURRENT_LIST_DIR}/server.cpp)

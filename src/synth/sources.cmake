@@ -1,4 +1,7 @@
 # Module `synth`: the synthetic tampered-document generator (`diffnet synth`, docs/synth.md).
+if(NOT DIFFNET_SYNTH)
+  return()
+endif()
 add_library(diffnet_synth STATIC
   ${CMAKE_CURRENT_LIST_DIR}/raster.cpp
   ${CMAKE_CURRENT_LIST_DIR}/boxes.cpp

@@ -1,5 +1,7 @@
 // AdamW (decoupled weight decay), PyTorch's update rule, with named state tensors for checkpoints.
 #include <cmath>
+#include <map>
+#include <utility>
 
 #include "diffnet/common.h"
 #include "diffnet/train.h"
@@ -17,18 +19,34 @@ AdamW::AdamW(std::vector<Param> params, double beta1, double beta2, double eps)
 
 void AdamW::step(double lr) {
   at::NoGradGuard no_grad;
+  // Parameters that take the same update (same step count and weight decay) are updated together by
+  // multi-tensor (_foreach) kernels: a few launches per group on a GPU instead of ~8 per parameter.
+  // The arithmetic is the per-parameter rule: p *= 1 - lr*wd; m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g*g;
+  // p -= lr/bc1 * m / (sqrt(v)/sqrt(bc2) + eps).
+  std::map<std::pair<int64_t, double>, std::vector<size_t>> groups;
   for (size_t i = 0; i < params_.size(); ++i) {
-    at::Tensor p = params_[i].value;
-    const at::Tensor& g = p.grad();
-    if (!g.defined()) continue;
-    int64_t t = ++steps_[i];
-    p.mul_(1.0 - lr * params_[i].weight_decay);
-    exp_avg_[i].mul_(beta1_).add_(g, 1.0 - beta1_);
-    exp_avg_sq_[i].mul_(beta2_).addcmul_(g, g, 1.0 - beta2_);
-    double bc1 = 1.0 - std::pow(beta1_, static_cast<double>(t));
-    double bc2 = 1.0 - std::pow(beta2_, static_cast<double>(t));
-    at::Tensor denom = (exp_avg_sq_[i].sqrt() / std::sqrt(bc2)).add_(eps_);
-    p.addcdiv_(exp_avg_[i], denom, -lr / bc1);
+    if (!params_[i].value.grad().defined()) continue;
+    groups[{++steps_[i], params_[i].weight_decay}].push_back(i);
+  }
+  for (const auto& [key, idx] : groups) {
+    const double t = static_cast<double>(key.first), wd = key.second;
+    std::vector<at::Tensor> p, g, m, v;
+    for (size_t i : idx) {
+      p.push_back(params_[i].value);
+      g.push_back(params_[i].value.grad());
+      m.push_back(exp_avg_[i]);
+      v.push_back(exp_avg_sq_[i]);
+    }
+    const double bc1 = 1.0 - std::pow(beta1_, t), bc2 = 1.0 - std::pow(beta2_, t);
+    at::_foreach_mul_(p, 1.0 - lr * wd);
+    at::_foreach_mul_(m, beta1_);
+    at::_foreach_add_(m, g, 1.0 - beta1_);
+    at::_foreach_mul_(v, beta2_);
+    at::_foreach_addcmul_(v, g, g, 1.0 - beta2_);
+    std::vector<at::Tensor> denom = at::_foreach_sqrt(v);
+    at::_foreach_div_(denom, std::sqrt(bc2));
+    at::_foreach_add_(denom, eps_);
+    at::_foreach_addcdiv_(p, m, denom, -lr / bc1);
   }
 }
 

@@ -14,7 +14,11 @@ at::Tensor focal_loss(const at::Tensor& logits, const at::Tensor& target, double
   at::Tensor t = target.to(at::kLong).unsqueeze(1);
   at::Tensor logp = logp_all.gather(1, t).squeeze(1);
   at::Tensor p = logp.exp();
-  at::Tensor w = at::tensor(class_weights, logp.options()).index_select(0, t.squeeze(1).flatten()).view_as(logp);
+  // Per-pixel class weight from scalars (no host-to-device copy of the weight table).
+  at::Tensor cls = t.squeeze(1);
+  at::Tensor w = at::full_like(logp, class_weights[0]);
+  for (size_t c = 1; c < class_weights.size(); ++c)
+    w = at::where(cls == static_cast<int64_t>(c), at::full_like(logp, class_weights[c]), w);
   at::Tensor focal = gamma == 0.0 ? -logp : -(1.0 - p).pow(gamma) * logp;
   return (w * focal).sum() / w.sum();
 }

@@ -36,6 +36,7 @@ void visit_fields(C& c, F&& f) {
   f("validate", c.validate);
   f("init", c.init);
   f("init_backbone", c.init_backbone);
+  f("amp", c.amp);
 }
 
 }  // namespace

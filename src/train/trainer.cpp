@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "diffnet/common.h"
+#include "diffnet/device.h"
 #include "diffnet/safetensors.h"
 #include "diffnet/train.h"
 
@@ -59,13 +60,14 @@ void keep_step_copy(const std::string& dir, const std::string& last, int64_t ste
   for (size_t i = 0; i + static_cast<size_t>(keep) < copies.size(); ++i) fs::remove(copies[i].second, ec);
 }
 
-double grad_sq_norm(const AdamW& opt) {
-  double total = 0;
-  for (const auto& p : opt.params()) {
-    const at::Tensor& g = p.value.grad();
-    if (g.defined()) total += g.to(at::kDouble).square().sum().item<double>();
-  }
-  return total;
+// Squared L2 norm of all gradients, as a 0-dim float64 tensor on the gradients' device (no host sync).
+at::Tensor grad_sq_norm(const AdamW& opt) {
+  std::vector<at::Tensor> grads;
+  for (const auto& p : opt.params())
+    if (p.value.grad().defined()) grads.push_back(p.value.grad());
+  if (grads.empty()) return at::zeros({}, at::kDouble);
+  std::vector<at::Tensor> norms = at::_foreach_norm(grads, 2);
+  return at::stack(norms).to(at::kDouble).square().sum();
 }
 
 }  // namespace
@@ -123,6 +125,9 @@ TrainSummary run_training(const TrainConfig& cfg_in, const ModelConfig& mcfg_in,
                                    cfg.init_backbone.c_str());
     }
   }
+  const at::Device device = parse_device(opt.device);
+  model->to(device);
+  if (device.is_cuda()) at::globalContext().setBenchmarkCuDNN(true);  // fixed crop size
   AdamW optim(optimizer_params(model, cfg), cfg.beta1, cfg.beta2, cfg.eps);
   TrainState state;
   state.config = {{"model", to_json(mcfg)}, {"train", to_json(cfg)}};
@@ -166,23 +171,28 @@ TrainSummary run_training(const TrainConfig& cfg_in, const ModelConfig& mcfg_in,
   while (state.step < end) {
     const double t0 = now_seconds();
     const double wait0 = loader.stats().wait_seconds;
-    double loss = 0, seg = 0, cls = 0;
-    bool finite = true;
+    // Losses stay on the device; one copy to the host per step decides and logs.
+    at::Tensor sums = at::zeros({3}, at::TensorOptions().dtype(at::kDouble).device(device));
     for (int64_t a = 0; a < cfg.accum; ++a) {
       Batch b = loader.next_batch();
-      DiffNetOutput out = model->forward(normalize_rgb(b.rgb), b.dct, b.qt);
-      LossParts lp = diffnet_loss(out, b.mask, cfg);
-      double lv = lp.total.item<double>();
-      if (!std::isfinite(lv)) {
-        finite = false;
-        continue;  // keep consuming the step's data so positions stay aligned
+      at::Tensor mask = b.mask.to(device, /*non_blocking=*/true);
+      LossParts lp;
+      {
+        AutocastGuard amp(device.type(), cfg.amp);
+        DiffNetOutput out = model->forward(normalize_rgb(b.rgb.to(device, true)), b.dct.to(device, true),
+                                           b.qt.to(device, true));
+        lp = diffnet_loss(out, mask, cfg);
       }
       (lp.total / static_cast<double>(cfg.accum)).backward();
-      loss += lv / cfg.accum;
-      seg += lp.seg.item<double>() / cfg.accum;
-      cls += lp.cls.item<double>() / cfg.accum;
+      sums += at::stack({lp.total.detach(), lp.seg.detach(), lp.cls.detach()}).to(at::kDouble) /
+              static_cast<double>(cfg.accum);
     }
-    double gnorm = finite ? std::sqrt(grad_sq_norm(optim)) : NAN;
+    at::Tensor host = at::cat({sums, grad_sq_norm(optim).reshape({1}).to(device)}).cpu();
+    const double* hv = host.data_ptr<double>();
+    const double loss = hv[0], seg = hv[1], cls = hv[2];
+    // A non-finite loss in any micro-batch makes the step's loss (and its gradients) non-finite.
+    bool finite = std::isfinite(loss);
+    double gnorm = finite ? std::sqrt(hv[3]) : NAN;
     if (!std::isfinite(gnorm)) finite = false;
     const double lr = lr_at(cfg, state.step);
     if (finite) {

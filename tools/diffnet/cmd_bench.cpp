@@ -6,7 +6,7 @@
 
 #include "commands.h"
 #include "diffnet/common.h"
-#include "model/model_bench.h"
+#include "train/bench.h"
 #ifdef DIFFNET_HAVE_ZERO_SUM_BENCH
 #include "diffnet/zero_sum_bench.h"
 #endif
@@ -17,7 +17,6 @@ namespace {
 struct BenchOptions {
   ModelBenchOptions model;
   std::string op;
-  std::string device = "cpu";
   bool quick = false;
 };
 
@@ -28,7 +27,7 @@ void run(BenchOptions& o) {
     ops::ZeroSumBenchOptions zo;
     zo.json = o.model.json;
     zo.iters = o.model.iters;
-    zo.device = o.device;
+    zo.device = o.model.device;
     zo.quick = o.quick;
     exit_code() = ops::run_zero_sum_bench(zo);
     return;
@@ -54,11 +53,14 @@ Registrar reg("bench", [](CLI::App& app) {
   sub->add_option("--disc-impl", m.disc_impl, "Discrepancy implementation: dense | fused (default: the preset's)");
   sub->add_option("--dtype", m.dtype, "f32 | bf16 (bf16: inference only, whole model converted)")
       ->capture_default_str();
+  sub->add_flag("--amp", m.amp, "bf16 autocast with fp32 weights (inference and training)");
+  sub->add_flag("--graph", m.graph, "CUDA: capture one inference as a CUDA graph and time its replays");
+  sub->add_flag("--parts", m.parts, "Also report the forward time of each model part (synchronised)");
   sub->add_flag("--json", m.json, "One JSON object instead of a text line");
   sub->add_flag("--quiet", m.quiet, "No progress line");
   sub->add_option("--profile", m.profile, "Write a Chrome trace (LibTorch profiler) of one extra iteration to FILE");
   sub->add_option("--op", o->op, "Benchmark an operator instead of the model: zero-sum");
-  sub->add_option("--device", o->device, "Device for --op (cpu | cuda)")->capture_default_str();
+  sub->add_option("--device", m.device, "cpu | cuda | cuda:N")->capture_default_str();
   sub->add_flag("--quick", o->quick, "With --op: small shapes only");
   sub->callback([o] { run(*o); });
 });

@@ -39,6 +39,7 @@ Registrar reg("eval", [](CLI::App& app) {
   sub->add_option("--window", o->predict.window, "Window size R (multiple of 32); default: the weights' train_size, else 512");
   sub->add_option("--stride", o->predict.stride, "Window stride (multiple of 8, <= R); default R");
   sub->add_option("--batch", o->predict.batch, "Windows per forward pass")->capture_default_str();
+  sub->add_option("--device", o->predict.device, "cpu | cuda | cuda:N")->capture_default_str();
   sub->add_option("--dct-source", o->predict.dct_source, "auto | file | pixels")
       ->check(CLI::IsMember({"auto", "file", "pixels"}))
       ->capture_default_str();

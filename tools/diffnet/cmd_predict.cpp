@@ -13,7 +13,9 @@
 
 #include "commands.h"
 #include "diffnet/common.h"
+#include "diffnet/device.h"
 #include "diffnet/image_io.h"
+#include "diffnet/model.h"
 #include "diffnet/predict.h"
 
 namespace diffnet::cli {
@@ -29,6 +31,7 @@ struct PredictCli {
   bool quiet = false;
   bool bench = false;
   int bench_runs = 3;
+  std::string bench_preset;  // --bench with random weights of this preset
 };
 
 // Inputs expanded: directories become their image files (sorted); files are kept in the given order.
@@ -82,9 +85,10 @@ std::vector<uint8_t> synthetic_page(int64_t width, int64_t height) {
 }
 
 void run_bench(Predictor& predictor, int runs) {
-  std::printf("benchmark: window %lld, batch %lld, %d thread(s), weights %s; %d timed runs after 1 warm-up\n",
-              (long long)predictor.window(), (long long)predictor.options().batch, at::get_num_threads(),
-              predictor.model().source.c_str(), runs);
+  std::printf("benchmark: window %lld, batch %lld, %s, weights %s; %d timed runs after 1 warm-up\n",
+              (long long)predictor.window(), (long long)predictor.options().batch,
+              device_description(parse_device(predictor.options().device)).c_str(), predictor.model().source.c_str(),
+              runs);
   std::printf("%-22s %7s %7s %7s %9s %9s %9s %9s\n", "page (median ms)", "windows", "decode", "dct", "model",
               "total", "min total", "ms/window");
   struct Page {
@@ -118,7 +122,17 @@ void run_bench(Predictor& predictor, int runs) {
 }
 
 void run(const PredictCli& o) {
-  Predictor predictor(load_weights_or_random(o.weights), o.opt);
+  LoadedModel lm;
+  if (!o.bench_preset.empty()) {
+    if (!o.bench || !o.weights.empty()) throw Error("--preset", "is for --bench without --weights (random weights)");
+    torch::manual_seed(0);
+    DiffNet model(model_preset(o.bench_preset));
+    lm.model = model.ptr();
+    lm.source = "random " + o.bench_preset;
+  } else {
+    lm = load_weights_or_random(o.weights);
+  }
+  Predictor predictor(std::move(lm), o.opt);
   if (o.bench) {
     if (o.bench_runs < 1) throw Error("--bench-runs", "must be >= 1");
     run_bench(predictor, o.bench_runs);
@@ -194,7 +208,9 @@ Registrar reg("predict", [](CLI::App& app) {
   sub->add_flag("--json", o->json, "Print one JSON record per input on stdout");
   sub->add_flag("--table", o->table, "Print a table: file, score, decision, regions (default without --json)");
   sub->add_flag("-q,--quiet", o->quiet, "No progress line");
+  sub->add_option("--device", o->opt.device, "cpu | cuda | cuda:N")->capture_default_str();
   sub->add_flag("--bench", o->bench, "Time A4 pages at 150 and 300 dpi (synthetic JPEGs) instead of predicting");
+  sub->add_option("--preset", o->bench_preset, "With --bench: time random weights of this preset (e.g. base)");
   sub->add_option("--bench-runs", o->bench_runs, "Timed runs per page for --bench")->capture_default_str();
   sub->callback([o] { run(*o); });
 });

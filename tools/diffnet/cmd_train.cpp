@@ -120,6 +120,7 @@ void run(TrainArgs& a, CLI::App& cmd) {
   flag("--init", t.init, a.t.init);
   flag("--init-backbone", t.init_backbone, a.t.init_backbone);
   flag("--prob-disable", t.augment.prob_disable, a.prob_disable);
+  if (cmd.count("--amp")) t.amp = true;
   if (a.no_augment) t.augment.enabled = false;
   if (a.dct_from_pixels) t.augment.dct_from_file = false;
   if (a.no_validate) t.validate = false;
@@ -183,6 +184,9 @@ const Registrar reg("train", [](CLI::App& app) {
   cmd->add_flag("--dct-from-pixels", a->dct_from_pixels,
                 "Non-augmented JPEG samples: recompute the DCT from pixels (default: read it from the file)");
   cmd->add_flag("--no-validate", a->no_validate, "Skip the up-front header check of every file");
+  cmd->add_option("--device", a->o.device, "cpu | cuda | cuda:N (where the model and batches live)")
+      ->capture_default_str();
+  cmd->add_flag("--amp", a->t.amp, "bf16 autocast (fp32 master weights; norms and loss in fp32)");
   cmd->add_flag("--resume", a->o.resume, "Continue the run in --out from its last checkpoint (its saved config)");
   cmd->add_option("--stop-after", a->o.stop_after, "Stop after N steps in this invocation (checkpointed)");
   cmd->add_flag("--export-fp16", a->o.export_fp16, "Also write model-fp16.safetensors at the end");

@@ -1,4 +1,5 @@
-// `diffnet bench` for the model: median iteration time of inference or a full training step.
+// `diffnet bench` for the model: median time of inference or of a full training step (the trainer's
+// loss and AdamW), on the CPU or a GPU, fp32 or bf16, optionally replayed as a CUDA graph.
 #pragma once
 
 #include <string>
@@ -10,12 +11,16 @@ struct ModelBenchOptions {
   std::string preset = "atto";
   std::vector<std::string> ablations;  // "A0".."A20", applied in order
   int64_t size = 512;                  // square input side (multiple of 32)
-  std::string mode = "infer";          // infer (eval, no grad) | train (fwd + loss + bwd + AdamW step)
+  std::string mode = "infer";          // infer (eval, no grad) | train (fwd + focal loss + bwd + AdamW step)
   int64_t batch = 1;
   int iters = 10;
   int warmup = 2;
   std::string disc_impl = "";          // "" = the config's (dense|fused)
   std::string dtype = "f32";           // f32 | bf16 (inference only: model and input converted)
+  bool amp = false;                    // bf16 autocast, fp32 weights (inference and training)
+  std::string device = "cpu";          // cpu | cuda | cuda:N
+  bool graph = false;                  // CUDA only: capture one iteration as a CUDA graph, time replays
+  bool parts = false;                  // also time the model's parts (forward, synchronised after each)
   bool json = false;
   bool quiet = false;                  // no progress line
   std::string profile;                 // write a Chrome trace (autograd profiler) of one extra iteration here
