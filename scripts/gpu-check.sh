@@ -84,6 +84,7 @@ echo "nvcc $NVCC, toolkit $CUDA_ROOT, architectures $ARCH, torch cmake prefix $T
 
 step "dependencies (.gpu/debs -> .gpu/prefix)"
 PREFIX=$ROOT/.gpu/prefix
+DEP_FLAGS=()
 if ls "$ROOT"/.gpu/debs/*.deb >/dev/null 2>&1; then
   rm -rf "$PREFIX" && mkdir -p "$PREFIX"
   unpack() {  # dpkg -x, or ar + tar where there is no dpkg
@@ -102,7 +103,10 @@ if ls "$ROOT"/.gpu/debs/*.deb >/dev/null 2>&1; then
   for z in /lib/x86_64-linux-gnu/libz.so.1 /usr/lib/x86_64-linux-gnu/libz.so.1; do
     [ -e "$z" ] && { ln -sf "$z" "$LIBDIR/libz.so"; break; }
   done
-  export CPATH=$PREFIX/usr/include${CPATH:+:$CPATH}
+  # Debian keeps jconfig.h under the multiarch folder: both must come before this machine's own headers.
+  export CPATH=$PREFIX/usr/include/x86_64-linux-gnu:$PREFIX/usr/include${CPATH:+:$CPATH}
+  DEP_FLAGS=(-DJPEG_INCLUDE_DIR="$PREFIX/usr/include" -DJPEG_LIBRARY="$LIBDIR/libjpeg.so"
+             -DPNG_PNG_INCLUDE_DIR="$PREFIX/usr/include/libpng16" -DPNG_LIBRARY="$LIBDIR/libpng16.so")
   export LIBRARY_PATH=$LIBDIR${LIBRARY_PATH:+:$LIBRARY_PATH}
   export LD_LIBRARY_PATH=$LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   export PKG_CONFIG_PATH=$LIBDIR/pkgconfig:$PREFIX/usr/share/pkgconfig
@@ -118,7 +122,7 @@ step "configure (whole project, CUDA on, synth and serve off)"
 cmake -S "$ROOT" -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release \
   -DDIFFNET_CUDA=ON -DDIFFNET_CUDA_ARCHITECTURES="$ARCH" -DDIFFNET_SYNTH=OFF -DDIFFNET_SERVE=OFF \
   -DCMAKE_PREFIX_PATH="$TORCH_PREFIX;$PREFIX/usr" -DCMAKE_CUDA_COMPILER="$NVCC" \
-  -DCUDAToolkit_ROOT="$CUDA_ROOT" -DCUDA_TOOLKIT_ROOT_DIR="$CUDA_ROOT" >"$LOGS/build.log" 2>&1
+  -DCUDAToolkit_ROOT="$CUDA_ROOT" -DCUDA_TOOLKIT_ROOT_DIR="$CUDA_ROOT" "${DEP_FLAGS[@]}" >"$LOGS/build.log" 2>&1
 rc=$?
 grep -iE "warning|error|not found" "$LOGS/build.log" | grep -v "^--  *" | head -20
 if [ $rc -ne 0 ]; then
@@ -148,6 +152,14 @@ if [ $full_build -eq 1 ] || [ -x "$BUILD/tests/test_device" ]; then
   rc=$?
   grep -E "tests passed|Passed|Failed|\*\*\*|SKIPPED|Skipped" "$LOGS/ctest.log" | tail -30
   [ $rc -eq 0 ] && note "ctest: passed ($(grep 'tests passed' "$LOGS/ctest.log"))" || fail "ctest (ctest.log)"
+  # A crash: where (cuda-gdb also debugs host code; there is no gdb on such machines).
+  crashed=$(grep -oE "Test +#[0-9]+: [a-z_]+ .*SegFault" "$LOGS/ctest.log" | sed -E 's/.*: ([a-z_]+) .*/\1/' | head -1)
+  GDB=$(command -v cuda-gdb || ls "$CUDA_ROOT/bin/cuda-gdb" 2>/dev/null)
+  if [ -n "$crashed" ] && [ -n "$GDB" ]; then
+    echo "backtrace of the crash in test_$crashed:"
+    (cd "$BUILD/tests" && DIFFNET_THREADS=2 timeout 90 "$GDB" -q -batch -ex run -ex bt -ex "info threads" \
+      --args "./test_$crashed" --gtest_brief=1 2>&1 | grep -vE "^\[(New|Thread)" | tail -40)
+  fi
   # The CUDA cases must have run, not been skipped.
   for t in "$BUILD/tests/test_device" "$BUILD/tests/test_ops"; do
     [ -x "$t" ] || continue
@@ -190,6 +202,8 @@ bench() {
   fi
 }
 
+# SKIP_TABLE=1: a rerun that already has the model table and the operator benchmark.
+[ "${SKIP_TABLE:-0}" = 1 ] && DEADLINE_SAVED=$DEADLINE_S && DEADLINE_S=0
 step "benchmark: model table (median of 20 after 5 warm-up)"
 B768=(--preset base --size 768 --batch 1 --device cuda --iters 20 --warmup 5)
 bench base-768-infer-f32 "${B768[@]}" --mode infer
@@ -202,6 +216,7 @@ bench base-768-train-amp-fused "${B768[@]}" --mode train --amp --disc-impl fused
 bench base-768-train-amp-dense "${B768[@]}" --mode train --amp --disc-impl dense
 bench atto-768-infer-amp-graph --preset atto --size 768 --device cuda --iters 30 --warmup 5 --mode infer --amp --graph
 bench atto-256-train-b16-amp --preset atto --size 256 --batch 16 --device cuda --iters 20 --warmup 5 --mode train --amp
+[ "${SKIP_TABLE:-0}" = 1 ] && DEADLINE_S=$DEADLINE_SAVED
 step "training: atto on generated pages, 60 s, bf16 autocast"
 if [ -d "$ROOT/.gpu/data/images" ] && [ $(( $(date +%s) - T0 )) -lt $((DEADLINE_S + 30)) ]; then
   RUN=$BUILD/train-check
@@ -229,7 +244,7 @@ else
   status=1
 fi
 
-if time_left; then
+if time_left && [ "${SKIP_TABLE:-0}" != 1 ]; then
 step "benchmark: zero-sum operator on the GPU (dense vs fused, base stage shapes)"
 timeout 200 "$DN" bench --op zero-sum --device cuda --iters 20 --json >>"$BENCH" 2>>"$LOGS/gpu-check.log" ||
   fail "zero-sum bench"
@@ -248,7 +263,8 @@ fi
 
 if time_left; then
   echo "per-part forward (base 768, bf16 autocast):"
-  timeout 120 "$DN" bench "${B768[@]}" --mode infer --amp --parts --iters 10 --quiet 2>&1 | tee -a "$SUMMARY"
+  timeout 120 "$DN" bench --preset base --size 768 --device cuda --warmup 5 --mode infer --amp --parts --iters 10 \
+    --quiet 2>&1 | tee -a "$SUMMARY"
 fi
 
 echo

@@ -3,7 +3,10 @@
 // autocast, CUDA-graph replay). The CUDA cases are skipped (not passed) on machines without one.
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "diffnet/common.h"
 #include "diffnet/device.h"
@@ -161,22 +164,33 @@ TEST(Cuda, GradientsAndAdamWStepMatchCpu) {
   la.total.backward();
   lb.total.backward();
   auto pa = a->named_parameters(), pb = b->named_parameters();
-  int compared = 0;
+  double max_norm = 0;
+  for (const auto& item : pa)
+    if (item.value().grad().defined()) max_norm = std::max(max_norm, item.value().grad().norm().item<double>());
+  std::vector<std::string> signal;  // gradients well above rounding noise
   for (const auto& item : pa) {
     const at::Tensor& ga = item.value().grad();
     const at::Tensor& gb = pb[item.key()].grad();
     ASSERT_EQ(ga.defined(), gb.defined()) << item.key();
     if (!ga.defined()) continue;
     ASSERT_TRUE(gb.is_cuda()) << item.key();
-    if (ga.norm().item<double>() < 1e-12) continue;
+    // Some gradients are zero up to rounding (e.g. the bias before a zero-sum filter, which removes
+    // constants): their CPU and GPU values are both noise and cannot be compared relatively.
+    if (ga.norm().item<double>() < 1e-6 * max_norm) continue;
     EXPECT_LT(rel_err(gb, ga), 2e-3) << item.key();
-    ++compared;
+    signal.push_back(item.key());
   }
-  EXPECT_GT(compared, 50);
+  EXPECT_GT(signal.size(), 50u);
+  // AdamW on the GPU against the CPU from identical gradients (Adam's first step is about lr * sign(g),
+  // so gradients that differ by rounding near zero would flip single elements).
+  for (const auto& item : pa)
+    if (item.value().grad().defined()) pb[item.key()].mutable_grad() = item.value().grad().to(cuda);
   AdamW oa(optimizer_params(a, tc), 0.9, 0.999, 1e-8), ob(optimizer_params(b, tc), 0.9, 0.999, 1e-8);
-  oa.step(1e-3);
-  ob.step(1e-3);
-  for (const auto& item : pa) EXPECT_LT(rel_err(pb[item.key()], item.value()), 1e-4) << item.key();
+  for (int step = 0; step < 2; ++step) {
+    oa.step(1e-3);
+    ob.step(1e-3);
+  }
+  for (const auto& item : pa) EXPECT_LT(testutil::max_abs_diff(pb[item.key()], item.value()), 1e-6) << item.key();
 }
 
 TEST(Cuda, AutocastIsCloseToFloat32) {

@@ -1,6 +1,7 @@
 // Device-parametrised checks of the zero-sum operator (see test_ops_checks.h).
 #include "test_ops_checks.h"
 
+#include <c10/core/GradMode.h>
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/autograd.h>
 
@@ -75,7 +76,7 @@ double fd_check(const Case& c, const at::Device& device, uint64_t seed) {
   at::Tensor x = dev(in.x), theta = dev(in.theta), weight = dev(in.weight), bias = dev(in.bias),
              g = dev(in.grad);
   auto loss = [&](const at::Tensor& xx, const at::Tensor& tt, const at::Tensor& ww, const at::Tensor& bb) {
-    at::NoGradGuard no_grad;
+    c10::NoGradGuard no_grad;
     return (ops::zero_sum_fused(xx, tt, ww, bb, c.n_free) * g).sum().item<double>();
   };
   Result r = run_impl(in, c.n_free, "fused", device, at::kDouble);

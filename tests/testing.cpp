@@ -1,5 +1,7 @@
 #include "testing.h"
 
+#include <ftw.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,8 +31,11 @@ struct TempRoot {
     std::filesystem::create_directories(root);
   }
   ~TempRoot() {
-    std::error_code ec;
-    if (!std::getenv("DIFFNET_KEEP_TEST_FILES")) std::filesystem::remove_all(root, ec);
+    // POSIX nftw rather than std::filesystem::remove_all: PyTorch's pip LibTorch exports its own copy of
+    // that symbol, and calling it from here at exit crashed every test binary of a GPU build.
+    if (!std::getenv("DIFFNET_KEEP_TEST_FILES"))
+      nftw(root.c_str(), [](const char* path, const struct stat*, int, struct FTW*) { return ::remove(path); }, 16,
+           FTW_DEPTH | FTW_PHYS);
   }
 };
 
@@ -69,7 +74,7 @@ CliResult run_cli(const std::string& args) {
 }
 
 double max_abs_diff(const at::Tensor& a, const at::Tensor& b) {
-  return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
+  return (a.to(at::kCPU, at::kDouble) - b.to(at::kCPU, at::kDouble)).abs().max().item<double>();
 }
 
 }  // namespace diffnet::testutil

@@ -23,7 +23,7 @@ struct CliResult {
 // Runs the built diffnet CLI with the given argument string (shell-quoted by the caller).
 CliResult run_cli(const std::string& args);
 
-// max |a - b| over all elements (both converted to double).
+// max |a - b| over all elements (both copied to the CPU as double; they may live on different devices).
 double max_abs_diff(const at::Tensor& a, const at::Tensor& b);
 
 }  // namespace diffnet::testutil

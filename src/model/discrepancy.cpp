@@ -1,6 +1,7 @@
 // Multi-level discrepancy transformation (DESIGN §2.4) and its ablation variants (A0, A14, A18, A19).
 #include "model/discrepancy.h"
 
+#include <c10/core/GradMode.h>
 #include <cmath>
 
 #include "diffnet/common.h"
@@ -73,7 +74,7 @@ at::Tensor FilterBank::forward(const at::Tensor& x, bool training) {
     return f32.forward(x.to(at::kFloat), training).to(x.scalar_type());
   }
   const int64_t C = channels_, M = num_filters_;
-  const bool inference = !training && !at::GradMode::is_enabled();
+  const bool inference = !training && !c10::GradMode::is_enabled();
   const bool fused_applies = filter_ == "zero_sum" && activation_ == "abs";
   if (fused_applies && (impl_ == "fused" || (inference && !explicit_impl_)))
     return ops::zero_sum(x, theta, proj_weight, proj_bias, n_free_, "fused", activation_);

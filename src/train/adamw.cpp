@@ -1,4 +1,5 @@
 // AdamW (decoupled weight decay), PyTorch's update rule, with named state tensors for checkpoints.
+#include <c10/core/GradMode.h>
 #include <cmath>
 #include <map>
 #include <utility>
@@ -18,7 +19,7 @@ AdamW::AdamW(std::vector<Param> params, double beta1, double beta2, double eps)
 }
 
 void AdamW::step(double lr) {
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   // Parameters that take the same update (same step count and weight decay) are updated together by
   // multi-tensor (_foreach) kernels: a few launches per group on a GPU instead of ~8 per parameter.
   // The arithmetic is the per-parameter rule: p *= 1 - lr*wd; m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g*g;
@@ -73,7 +74,7 @@ void AdamW::load_state(const std::map<std::string, at::Tensor>& s) {
     if (it->second.sizes() != shape) throw Error("optimizer state", "tensor " + key + " has the wrong shape");
     return it->second;
   };
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   for (size_t i = 0; i < params_.size(); ++i) {
     const std::string& n = params_[i].name;
     exp_avg_[i].copy_(get(n + ".exp_avg", params_[i].value.sizes()));

@@ -2,6 +2,7 @@
 // kernels, the dense|fused switch and the inference helpers.
 #include "diffnet/zero_sum.h"
 
+#include <c10/core/GradMode.h>
 #include <ATen/ATen.h>
 
 #include <cmath>
@@ -238,7 +239,7 @@ at::Tensor zero_sum(const at::Tensor& x, const at::Tensor& theta, const at::Tens
 
 ZeroSumCoefficients zero_sum_materialize(const at::Tensor& theta, const at::Tensor& weight,
                                          const at::Tensor& bias, int64_t n_free) {
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   const int64_t K = zero_sum_kernel_size(theta);
   if (n_free < 0 || n_free > theta.size(1))
     throw Error("zero_sum", "n_free " + std::to_string(n_free) + " outside [0, " + std::to_string(theta.size(1)) + "]");
@@ -259,7 +260,7 @@ std::string zero_sum_infer_default(const at::Device& device) {
 
 at::Tensor zero_sum_infer(const at::Tensor& x, const ZeroSumCoefficients& coeffs, const std::string& impl_in,
                           const std::string& activation) {
-  at::NoGradGuard no_grad;
+  c10::NoGradGuard no_grad;
   const std::string impl = impl_in == "auto" ? zero_sum_infer_default(x.device()) : impl_in;
   const int64_t C = coeffs.kernels.size(0), M = coeffs.kernels.size(1), K = coeffs.K;
   if (!coeffs.kernels.defined()) throw Error("zero_sum", "zero_sum_infer: coefficients not materialised");

@@ -3,6 +3,7 @@
 // B = 1 and 2. Median of `iters` timed runs after one warm-up.
 #include "diffnet/zero_sum_bench.h"
 
+#include <c10/core/GradMode.h>
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
@@ -89,7 +90,7 @@ int run_zero_sum_bench(const ZeroSumBenchOptions& opt) {
     at::Tensor bias = at::zeros({bc.C}, fopt).to(device);
     auto fwd = [&](const std::string& impl) -> std::function<void()> {
       return [&, impl] {
-        at::NoGradGuard no_grad;
+        c10::NoGradGuard no_grad;
         if (impl == "fused") zero_sum_fused(x, theta, weight, bias, n_free);
         else detail::dense_from_kernels(x, zero_sum_kernels(theta, n_free), weight, bias, "abs", impl);
       };
@@ -105,7 +106,7 @@ int run_zero_sum_bench(const ZeroSumBenchOptions& opt) {
       };
     };
     if (opt.layout_report) {
-      at::NoGradGuard no_grad;
+      c10::NoGradGuard no_grad;
       const auto cl = at::MemoryFormat::ChannelsLast;
       at::Tensor xc = x.contiguous(cl), up = g.contiguous(cl);
       at::Tensor kern = detail::full_kernels(theta, n_free);
