@@ -31,6 +31,7 @@ struct Item {
   std::string id;
   int label = 0;
   PageStats stats;
+  int64_t window = 0, stride = 0;  // as recorded (0: unknown)
 };
 
 PageStats stats_from_json(const nlohmann::json& j) {
@@ -56,7 +57,9 @@ std::vector<Item> read_stats(const std::string& path) {
       nlohmann::json j = nlohmann::json::parse(line);
       // Our --stats-out records, or `diffnet eval --save-pred` records (which name the image by "file").
       items.push_back({j.value("id", j.value("file", std::to_string(line_no))), j.at("label").get<int>() ? 1 : 0,
-                       stats_from_json(j.at("page_stats"))});
+                       stats_from_json(j.at("page_stats")), j.value("window", int64_t(0)), j.value("stride", int64_t(0))});
+      if (j.value("merge", std::string("blend")) != "blend")
+        throw Error(path + ":" + std::to_string(line_no), "statistics of a max-merged map: calibrate blended maps");
     } catch (const std::exception& e) {
       throw Error(path + ":" + std::to_string(line_no), e.what());
     }
@@ -78,7 +81,7 @@ std::vector<Item> run_model(const CalibrateCli& o, Predictor& predictor) {
   for (const DatasetItem& d : listed) {
     LoadedItem li = load_item(d);
     Prediction p = predictor.predict_rgb(li.rgb, li.image_bytes, li.id);
-    Item it{li.id, li.mask.defined() && li.mask.ne(0).any().item<bool>() ? 1 : 0, p.page_stats};
+    Item it{li.id, li.mask.defined() && li.mask.ne(0).any().item<bool>() ? 1 : 0, p.page_stats, p.window, p.stride};
     if (out) {
       *out << nlohmann::json{{"id", it.id}, {"label", it.label}, {"page_stats", page_stats_to_json(it.stats)},
                              {"window", p.window}, {"stride", p.stride}, {"merge", p.merge}}
@@ -103,8 +106,15 @@ void run(const CalibrateCli& o) {
   popt.merge = "blend";
   popt.score = "page";
   Predictor predictor(std::move(lm), popt);
-  const int64_t stride = popt.stride > 0 ? popt.stride : default_stride(predictor.window(), popt.merge);
   std::vector<Item> items = o.from_stats.empty() ? run_model(o, predictor) : read_stats(o.from_stats);
+  // The statistics depend on the window and stride they were computed with: record them (from the
+  // stats records when they name them, else this run's settings).
+  int64_t window = predictor.window();
+  int64_t stride = popt.stride > 0 ? popt.stride : default_stride(window, popt.merge);
+  if (items.front().window > 0) window = items.front().window, stride = items.front().stride;
+  for (const Item& it : items)
+    if (it.window > 0 && (it.window != window || it.stride != stride))
+      throw Error(o.from_stats, "records computed with different windows/strides");
 
   std::vector<int> y;
   for (const Item& it : items) y.push_back(it.label);
@@ -141,7 +151,7 @@ void run(const CalibrateCli& o) {
                     {"auc", auc},
                     {"balanced_log_loss", f.log_loss},
                     {"l2", o.l2},
-                    {"window", predictor.window()},
+                    {"window", window},
                     {"stride", stride},
                     {"merge", "blend"}};
     }
