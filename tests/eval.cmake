@@ -2,7 +2,8 @@
 # the predictor when io and model exist.
 set(eval_test_sources
   ${CMAKE_CURRENT_LIST_DIR}/test_eval_metrics.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/test_eval_regions.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/test_eval_regions.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/test_eval_page.cpp)
 if(TARGET diffnet_io)
   list(APPEND eval_test_sources ${CMAKE_CURRENT_LIST_DIR}/test_eval_score.cpp)
 endif()

@@ -3,6 +3,7 @@
 // check plumbing, not accuracy).
 #include <torch/torch.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -34,12 +35,29 @@ Direct direct_forward(const at::Tensor& rgb, const at::Tensor& dct, const at::Te
   return {out.seg_logits.softmax(1)[0][1].to(at::kFloat), out.cls_logits.softmax(1)[0][1].item<double>()};
 }
 
-Predictor make_predictor(int64_t batch = 2, int64_t stride = 0, const std::string& dct_source = "auto") {
+Predictor make_predictor(int64_t batch = 2, int64_t stride = 0, const std::string& dct_source = "auto",
+                         const std::string& merge = "blend") {
   PredictOptions opt;
   opt.batch = batch;
   opt.stride = stride;
   opt.dct_source = dct_source;
+  opt.merge = merge;
   return Predictor(load_weights_or_random(tiny_model().path), opt);
+}
+
+// The tiny model saved again with `calibration` metadata (train_size 64 as before).
+std::string calibrated_weights(const nlohmann::json& cal, const std::string& tag) {
+  std::string path = testutil::temp_dir("calibrated-" + tag) + "/w.safetensors";
+  save_model(tiny_model().model, path, at::kFloat, {{"train_size", "64"}, {"calibration", cal.dump()}});
+  return path;
+}
+
+// Raised-cosine weight written out here (not blend_profile): sin^2(pi (t + 0.5) / R), 1 on a half that
+// touches the canvas border, at least 1e-3.
+double test_weight(int64_t t, int64_t R, int64_t origin, int64_t extent) {
+  const double pi = std::acos(-1.0);
+  if ((origin == 0 && 2 * t + 1 < R) || (origin + R == extent && 2 * t + 1 >= R)) return 1.0;
+  return std::max(1e-3, std::pow(std::sin(pi * (double(t) + 0.5) / double(R)), 2));
 }
 
 std::vector<std::string> lines(const std::string& text) {
@@ -110,13 +128,128 @@ TEST(EvalPredict, WindowsAreMaxMergedOnAWhitePaddedCanvas) {
     }
   at::Tensor want = merged.slice(0, 0, 70).slice(1, 0, 77);
   for (int64_t batch : {1, 3}) {
-    Predictor pred = make_predictor(batch, 32);
+    Predictor pred = make_predictor(batch, 32, "auto", "max");
     Prediction p = pred.predict_rgb(rgb, {}, "c");
     EXPECT_EQ(p.num_windows, 4);
     ASSERT_EQ(p.prob.sizes(), want.sizes());
     EXPECT_LT(testutil::max_abs_diff(p.prob, want), 1e-5) << "batch " << batch;
     EXPECT_NEAR(p.image_score, score, 1e-5);
   }
+}
+
+TEST(EvalPredict, WindowsAreBlendedWithRaisedCosineWeights) {
+  // Same image and windows as above; the map is sum(w p) / sum(w) with the weights computed here.
+  at::Tensor rgb = test_image(70, 77, 3);
+  at::Tensor canvas = at::full({72, 80, 3}, 255, at::kByte);
+  canvas.slice(0, 0, 70).slice(1, 0, 77).copy_(rgb);
+  at::Tensor dct = pixel_dct(canvas, ones_table());
+  at::Tensor num = at::zeros({72, 80}, at::kDouble), den = at::zeros({72, 80}, at::kDouble);
+  double score = 0;
+  for (int64_t y : {0, 8})
+    for (int64_t x : {0, 16}) {
+      Direct d = direct_forward(canvas.slice(0, y, y + 64).slice(1, x, x + 64),
+                                dct.slice(0, y, y + 64).slice(1, x, x + 64), ones_table());
+      at::Tensor w = at::zeros({64, 64}, at::kDouble);
+      for (int64_t i = 0; i < 64; ++i)
+        for (int64_t j = 0; j < 64; ++j) w[i][j] = test_weight(i, 64, y, 72) * test_weight(j, 64, x, 80);
+      num.slice(0, y, y + 64).slice(1, x, x + 64) += w * d.prob.to(at::kDouble);
+      den.slice(0, y, y + 64).slice(1, x, x + 64) += w;
+      score = std::max(score, d.score);
+    }
+  at::Tensor want = (num / den).slice(0, 0, 70).slice(1, 0, 77).to(at::kFloat);
+  Predictor pred = make_predictor(3, 32);
+  Prediction p = pred.predict_rgb(rgb, {}, "c");
+  EXPECT_EQ(p.merge, "blend");
+  EXPECT_LT(testutil::max_abs_diff(p.prob, want), 1e-5);
+  EXPECT_NEAR(p.window_max, score, 1e-5);
+  // No calibration in these weights: the page score is the uncalibrated max over windows.
+  EXPECT_EQ(p.score_kind, "uncalibrated");
+  EXPECT_NEAR(p.image_score, score, 1e-5);
+  // Default stride for blending: R/2.
+  EXPECT_EQ(make_predictor().predict_rgb(rgb, {}, "c").stride, 32);
+  EXPECT_EQ(make_predictor(2, 0, "auto", "max").predict_rgb(rgb, {}, "c").stride, 64);
+}
+
+TEST(EvalPredict, CalibrationFromMetadataIsApplied) {
+  // p = sigmoid(3 * cls_max - 1) (identity transform), cls_max = the max of softmax(cls)[1] over the
+  // windows that hold content: here every window (a textured page), so it is the direct forwards' max.
+  const std::string w = calibrated_weights({{"statistic", "cls_max"}, {"transform", "identity"}, {"a", 3.0}, {"b", -1.0}}, "a");
+  LoadedModel lm = load_weights_or_random(w);
+  ASSERT_TRUE(lm.calibration.has_value());
+  EXPECT_EQ(lm.calibration->statistic, "cls_max");
+  EXPECT_EQ(lm.calibration->a, 3.0);
+  PredictOptions opt;
+  opt.stride = 64;
+  Predictor pred(std::move(lm), opt);
+  at::Tensor rgb = test_image(128, 64, 21);
+  Prediction p = pred.predict_rgb(rgb, {}, "d");
+  at::Tensor dct = pixel_dct(rgb, ones_table());
+  double cls_max = 0;
+  for (int64_t y : {0, 64}) cls_max = std::max(cls_max, direct_forward(rgb.slice(0, y, y + 64), dct.slice(0, y, y + 64), ones_table()).score);
+  EXPECT_EQ(p.page_stats.content_windows, 2);
+  EXPECT_NEAR(p.page_stats.cls_max, cls_max, 1e-6);
+  EXPECT_EQ(p.score_kind, "calibrated");
+  EXPECT_NEAR(p.image_score, 1.0 / (1.0 + std::exp(-(3.0 * cls_max - 1.0))), 1e-6);
+  EXPECT_EQ(p.decision, p.image_score > 0.5 ? "tampered" : "pristine");
+  nlohmann::json j = prediction_to_json(p, 0.5);
+  EXPECT_EQ(j["score_kind"], "calibrated");
+  EXPECT_NEAR(j["page_stats"]["cls_max"].get<double>(), cls_max, 1e-6);
+  // --score window-max ignores the calibration (the Syn2Real rule).
+  PredictOptions wm = opt;
+  wm.score = "window-max";
+  Prediction q = Predictor(load_weights_or_random(w), wm).predict_rgb(rgb, {}, "d");
+  EXPECT_EQ(q.score_kind, "uncalibrated");
+  EXPECT_NEAR(q.image_score, cls_max, 1e-6);
+  // Broken calibration metadata is an error naming the file.
+  const std::string bad = calibrated_weights({{"statistic", "q42"}, {"a", 1}, {"b", 0}}, "bad");
+  EXPECT_THROW(load_weights_or_random(bad), Error);
+}
+
+TEST(EvalPredict, PageScoreAndMapIgnoreWhiteMarginsAndTiling) {
+  // A 128 x 128 page, the same page inside a white margin (offset a multiple of the stride, so the
+  // windows over the page see the same pixels), and the page tiled 2 x 2. The calibration is steep
+  // (a = 8 on the logit of q999) so that a raw-statistic change shows in the score.
+  const std::string w = calibrated_weights({{"statistic", "q999"}, {"transform", "logit"}, {"a", 8.0}, {"b", 0.0}}, "m");
+  Predictor pred(load_weights_or_random(w), PredictOptions{});
+  at::Tensor page = test_image(128, 128, 31);
+  Prediction base = pred.predict_rgb(page, {}, "page");
+  at::Tensor margin = at::full({320, 384, 3}, 255, at::kByte);
+  margin.slice(0, 64, 192).slice(1, 96, 224).copy_(page);
+  Prediction m = pred.predict_rgb(margin, {}, "margin");
+  at::Tensor tiled = page.repeat({2, 2, 1});
+  Prediction t = pred.predict_rgb(tiled, {}, "tiled");
+  EXPECT_EQ(m.num_windows, 99);
+  EXPECT_NEAR(m.image_score, base.image_score, 0.05) << "raw " << m.page_stats.q999 << " vs " << base.page_stats.q999;
+  EXPECT_NEAR(t.image_score, base.image_score, 0.05) << "raw " << t.page_stats.q999 << " vs " << base.page_stats.q999;
+  EXPECT_NEAR(m.page_stats.content_fraction * 320 * 384, 128.0 * 128, 1.0) << "the margin is not content";
+  // The map over the page: the same inside (windows fully on the page see the same pixels); near the
+  // page's border the windows see white margin instead of white padding, so allow a small mean change.
+  at::Tensor mp = m.prob.slice(0, 64, 192).slice(1, 96, 224);
+  EXPECT_LT((mp - base.prob).abs().mean().item<double>(), 0.02);
+  EXPECT_LT((t.prob.slice(0, 0, 128).slice(1, 0, 128) - base.prob).abs().mean().item<double>(), 0.02);
+  // A window-max score over all windows (the old page score) is what margins used to move.
+  EXPECT_GE(m.window_max, base.window_max - 1e-6);
+}
+
+TEST(EvalPredict, BlankPageHasNoSeams) {
+  // A white page: every window sees the same pixels. The model's output is not quite constant inside a
+  // window (zero padding of the convolutions changes it near the window's edges), so max-merge shows a
+  // step at window borders; blending weights those edges ~0, and the largest step between neighbouring
+  // pixels is several times smaller (measured 1.7e-4 vs 9.8e-4). The constant-output case (the map is
+  // exactly that constant) is EvalBlend.ConstantWindowsGiveAConstantMap. No window holds content.
+  Prediction p = make_predictor(2, 24).predict_rgb(at::full({200, 150, 3}, 255, at::kByte), {}, "white");
+  Prediction q = make_predictor(2, 24, "auto", "max").predict_rgb(at::full({200, 150, 3}, 255, at::kByte), {}, "white");
+  EXPECT_GT(p.num_windows, 20);
+  auto max_step = [](const at::Tensor& m) {
+    return std::max((m.slice(0, 1) - m.slice(0, 0, -1)).abs().max().item<double>(),
+                    (m.slice(1, 1) - m.slice(1, 0, -1)).abs().max().item<double>());
+  };
+  ASSERT_GT(max_step(q.prob), 1e-4) << "the test needs window outputs that vary near their edges";
+  EXPECT_LT(max_step(p.prob), 0.35 * max_step(q.prob));
+  EXPECT_LT((p.prob.max() - p.prob.min()).item<double>(), 0.01);
+  EXPECT_EQ(p.page_stats.content_windows, 0);
+  EXPECT_EQ(p.page_stats.content_fraction, 0);
+  EXPECT_EQ(p.page_stats.q999, 0);
 }
 
 TEST(EvalPredict, OptionErrors) {
@@ -131,7 +264,52 @@ TEST(EvalPredict, OptionErrors) {
     EXPECT_NE(std::string(e.what()).find("x.png"), std::string::npos);
   }
   EXPECT_THROW(load_weights_or_random("/nonexistent/w.safetensors"), Error);
+  PredictOptions bad_merge;
+  bad_merge.merge = "mean";
+  EXPECT_THROW(Predictor(load_weights_or_random(tiny_model().path), bad_merge), Error);
 }
+
+#ifdef DIFFNET_TEST_HAVE_DATA
+TEST(EvalPredict, CalibrateFitsStatsAndWritesMetadata) {
+  // Hand-made stats: cls_max 0.2 on 10 pages (3 tampered), 0.8 on 10 pages (8 tampered). With the
+  // identity transform and no ridge the fit is the closed form (balanced weights: 11 tampered, 9 not):
+  // each group's weighted log-odds. Tampered weight 20/22, untouched 20/18.
+  std::string dir = testutil::temp_dir("calibrate");
+  {
+    std::ofstream f(dir + "/stats.jsonl");
+    for (int i = 0; i < 20; ++i) {
+      const double v = i < 10 ? 0.2 : 0.8;
+      const int label = i < 10 ? (i < 3) : (i < 18);
+      f << nlohmann::json{{"id", "p" + std::to_string(i)}, {"label", label},
+                          {"page_stats", {{"q99", 0.1}, {"q999", 0.1}, {"cls_max", v}, {"cls_mean", v}}}}.dump()
+        << "\n";
+    }
+  }
+  testutil::CliResult r = testutil::run_cli("calibrate --from-stats '" + dir + "/stats.jsonl' --weights '" +
+                                            tiny_model().path + "' --statistic cls_max --transform identity --l2 0 --out '" +
+                                            dir + "/cal.safetensors' --json -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const double wp = 20.0 / 22, wn = 20.0 / 18;
+  const double lo0 = std::log(3 * wp / (7 * wn)), lo1 = std::log(8 * wp / (2 * wn));
+  const double a = (lo1 - lo0) / 0.6, b = lo0 - a * 0.2;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_NEAR(j["calibration"]["a"].get<double>(), a, 1e-6);
+  EXPECT_NEAR(j["calibration"]["b"].get<double>(), b, 1e-6);
+  LoadedModel lm = load_weights_or_random(dir + "/cal.safetensors");
+  ASSERT_TRUE(lm.calibration.has_value());
+  EXPECT_EQ(lm.calibration->statistic, "cls_max");
+  EXPECT_NEAR(lm.calibration->a, a, 1e-6);
+  EXPECT_NEAR(lm.calibration->apply(0.8), 1.0 / (1.0 + std::exp(-lo1)), 1e-6);
+  EXPECT_EQ(lm.train_size, 64) << "other metadata is kept";
+  // --data runs the model; labels come from the masks. A set with one class only is an error.
+  std::string ds = testutil::temp_dir("calibrate-ds");
+  std::filesystem::create_directories(ds + "/images");
+  write_png(ds + "/images/a.png", test_image(64, 64, 41));
+  testutil::CliResult one = testutil::run_cli("calibrate --data '" + ds + "' --weights '" + tiny_model().path + "' -q");
+  EXPECT_EQ(one.exit_code, 2);
+  EXPECT_NE(one.err.find("both tampered and untouched"), std::string::npos) << one.err;
+}
+#endif
 
 TEST(EvalPredict, CliWritesMapsOverlaysAndRecords) {
   std::string in = testutil::temp_dir("predict-in"), out = testutil::temp_dir("predict-out") + "/o";
@@ -149,8 +327,9 @@ TEST(EvalPredict, CliWritesMapsOverlaysAndRecords) {
     std::string stem;
     int64_t h, w, windows;
   };
-  // a: 70 x 100 -> canvas 72 x 104 -> y {0, 8}, x {0, 40}; b: 48 x 64 -> padded to 64 x 64, one window.
-  std::vector<Want> wants = {{"a", 70, 100, 4}, {"b", 48, 64, 1}};
+  // a: 70 x 100 -> canvas 72 x 104, default stride R/2 = 32 -> y {0, 8}, x {0, 32, 40}; b: 48 x 64 ->
+  // padded to 64 x 64, one window.
+  std::vector<Want> wants = {{"a", 70, 100, 6}, {"b", 48, 64, 1}};
   for (size_t i = 0; i < wants.size(); ++i) {
     const Want& w = wants[i];
     nlohmann::json j = nlohmann::json::parse(recs[i]);

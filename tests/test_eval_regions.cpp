@@ -75,18 +75,54 @@ TEST(EvalRegions, OverlayColours) {
   at::Tensor o = render_overlay(rgb, prob, {r});
   ASSERT_EQ(o.sizes(), (std::vector<int64_t>{H, W, 3}));
   ASSERT_EQ(o.scalar_type(), at::kByte);
-  // p = 0: grey = 0.75 * 200 + 40 = 190.
-  for (int c = 0; c < 3; ++c) EXPECT_EQ(o[0][0][c].item<int>(), 190);
-  // p = 1: 0.2 * 190 + 0.8 * (255, 230, 0) = (242, 222, 38).
-  EXPECT_EQ(o[15][20][0].item<int>(), 242);
-  EXPECT_EQ(o[15][20][1].item<int>(), 222);
-  EXPECT_EQ(o[15][20][2].item<int>(), 38);
+  // p = 0 (below the floor 0.5): the input, unchanged.
+  for (int c = 0; c < 3; ++c) EXPECT_EQ(o[0][0][c].item<int>(), 200);
+  // p = 1: opacity 0.8 of red (225, 0, 0): 0.2 * 200 + 0.8 * (225, 0, 0) = (220, 40, 40).
+  EXPECT_EQ(o[15][20][0].item<int>(), 220);
+  EXPECT_EQ(o[15][20][1].item<int>(), 40);
+  EXPECT_EQ(o[15][20][2].item<int>(), 40);
   // The rectangle is drawn just outside the box (thickness 2): blue.
   EXPECT_EQ(o[9][20][0].item<int>(), 0);
   EXPECT_EQ(o[9][20][2].item<int>(), 255);
   EXPECT_EQ(o[15][30][2].item<int>(), 255);
   EXPECT_EQ(o[15][31][2].item<int>(), 255);
-  EXPECT_EQ(o[15][32][2].item<int>(), 190);
+  EXPECT_EQ(o[15][32][2].item<int>(), 200);
+  // The peak label "1.00" sits in a blue tab below the box (no room above it), from y = 22 (the
+  // rectangle's outer edge): white glyph pixels.
+  int64_t white = 0;
+  for (int64_t y = 22; y < 32; ++y)
+    for (int64_t x = 8; x < 34; ++x) white += o[y][x][0].item<int>() == 255 && o[y][x][2].item<int>() == 255;
+  EXPECT_GT(white, 10);
+}
+
+TEST(EvalRegions, OverlayDrawsNothingBelowTheFloor) {
+  const int64_t H = 300, W = 400;
+  at::Generator gen = at::detail::createCPUGenerator(5);
+  at::Tensor rgb = at::randint(0, 256, {H, W, 3}, gen, at::TensorOptions().dtype(at::kByte));
+  at::Tensor prob = at::rand({H, W}, gen);
+  for (double floor : {0.3, 0.5, 0.8}) {
+    OverlayOptions opt;
+    opt.floor = floor;
+    at::Tensor o = render_overlay(rgb, prob, {}, opt);
+    const Rect L = overlay_legend_rect(H, W);
+    ASSERT_GT(L.x1, L.x0) << "a 400 x 300 image has room for the legend";
+    at::Tensor outside = at::ones({H, W}, at::kBool);
+    outside.slice(0, L.y0, L.y1).slice(1, L.x0, L.x1).fill_(false);
+    at::Tensor below = (prob < float(floor)) & outside;
+    at::Tensor above = (prob >= float(floor)) & outside;
+    at::Tensor same = (o == rgb).all(2);
+    // Below the floor: every byte equals the input; at or above it: (almost) every pixel is coloured.
+    EXPECT_TRUE(same.masked_select(below).all().item<bool>()) << "floor " << floor;
+    EXPECT_LT(same.masked_select(above).to(at::kFloat).mean().item<double>(), 0.02) << "floor " << floor;
+    // The legend is drawn (white background with dark text) inside its rectangle.
+    at::Tensor leg = o.slice(0, L.y0, L.y1).slice(1, L.x0, L.x1);
+    EXPECT_GT((leg == 255).all(2).sum().item<int64_t>(), 100);
+    EXPECT_GT((leg == 0).all(2).sum().item<int64_t>(), 20);
+  }
+  OverlayOptions bare;
+  bare.legend = false;
+  at::Tensor o = render_overlay(rgb, prob, {}, bare);
+  EXPECT_TRUE((o == rgb).all(2).masked_select(prob < 0.5f).all().item<bool>());
 }
 
 TEST(EvalWindows, PaddedExtentAndOrigins) {

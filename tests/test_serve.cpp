@@ -92,6 +92,10 @@ TEST(Serve, PredictHealthPageAndErrors) {
   EXPECT_EQ(page->status, 200);
   EXPECT_NE(page->body.find("<form"), std::string::npos);
   EXPECT_NE(page->body.find("/predict"), std::string::npos);
+  // The page's legend (colour ramp from the threshold, boxes = peak p) and the calibrated/uncalibrated note.
+  EXPECT_NE(page->body.find("id=\"legend\""), std::string::npos);
+  EXPECT_NE(page->body.find("score_kind"), std::string::npos);
+  EXPECT_EQ(body_json(health)["calibrated"], false);
 
   // Raw body: the record of `diffnet predict`, equal to an in-process prediction of the same bytes.
   const std::vector<uint8_t> png = encode_png(testutil::test_page(50, 90, 21));
@@ -107,6 +111,7 @@ TEST(Serve, PredictHealthPageAndErrors) {
   Prediction want = local.predict_bytes(png, "upload");
   EXPECT_NEAR(j["image_score"].get<double>(), want.image_score, 1e-9);
   EXPECT_EQ(j["decision"], want.decision);
+  EXPECT_EQ(j["score_kind"], "uncalibrated");
 
   // ?maps=1: base64 PNGs of the map and the overlay at the image size.
   r = cli.Post("/predict?maps=1&name=doc.png", reinterpret_cast<const char*>(png.data()), png.size(), "image/png");
@@ -119,6 +124,10 @@ TEST(Serve, PredictHealthPageAndErrors) {
   EXPECT_EQ(testutil::max_abs_diff(prob, prob_to_u8(want.prob)), 0.0);
   at::Tensor overlay = decode_image_bytes(base64_decode(j["maps"]["overlay_png"]), "overlay");
   EXPECT_EQ(overlay.sizes(), (std::vector<int64_t>{50, 90, 3}));
+  // The overlay is the one predict draws (floor = the threshold): identical bytes.
+  OverlayOptions ov;
+  ov.floor = 0.5;
+  EXPECT_EQ(testutil::max_abs_diff(overlay, render_overlay(want.rgb, want.prob, want.regions, ov)), 0.0);
 
   // Multipart field "file" (a JPEG: DCT from the file).
   const std::vector<uint8_t> jpeg = encode_jpeg(testutil::test_page(64, 64, 22), 90);

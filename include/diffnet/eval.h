@@ -30,7 +30,7 @@ EvalMetrics score_directories(const ScoreOptions& opt);
 
 struct EvalOptions {
   std::string data;          // dataset spec for list_dataset (folder, LMDB or list file)
-  std::string save_pred_dir; // optional: write <id>.prob.png and predictions.jsonl here
+  std::string save_pred_dir; // optional: write <id>.prob.png and predictions.jsonl (records + "label") here
   bool quiet = false;
 };
 

@@ -60,6 +60,11 @@ struct EvalMetrics {
   PRF image_prf;             // iou unused at image level
   std::optional<double> image_auc;  // null when only one class is present
   std::optional<double> doc_f1;     // mean per-image F1 over tampered images; null when there are none
+  int64_t pristine_pixels = 0;      // pixels of images without a tampered GT pixel
+  int64_t pristine_flagged = 0;     // ... of which predicted tampered (their FP)
+  double pristine_flagged_share() const { return pristine_pixels ? double(pristine_flagged) / double(pristine_pixels) : 0; }
+  std::vector<double> scores;       // image scores in the order added (for reliability figures)
+  std::vector<int> labels;          // 1 = tampered
 };
 
 // Accumulates images one at a time (constant memory apart from one score per image).
@@ -72,6 +77,7 @@ class MetricsAccumulator {
 
  private:
   PixelCounts pixel_;
+  int64_t pristine_pixels_ = 0, pristine_flagged_ = 0;
   double doc_f1_sum_ = 0;
   int64_t num_tampered_ = 0;
   std::vector<double> scores_;
@@ -80,7 +86,9 @@ class MetricsAccumulator {
 
 // JSON with the documented field names: pixel_precision, pixel_recall, pixel_f1, pixel_iou,
 // image_precision, image_recall, image_f1, image_auc, doc_f1, num_images, num_tampered, and the counts
-// (pixel_tp/fp/fn/tn, image_tp/fp/fn/tn). Undefined values are null. `protocol` is echoed as "protocol".
+// (pixel_tp/fp/fn/tn, image_tp/fp/fn/tn), pristine_flagged_share (share of the pixels of images without a
+// tampered pixel that are predicted tampered) and calibration: {brier, ece, log_loss, bins} of the image
+// scores (10 equal-width bins). Undefined values are null. `protocol` is echoed as "protocol".
 nlohmann::json metrics_to_json(const EvalMetrics& m, const std::string& protocol);
 
 // A few human-readable lines: the protocol's headline metric first, then the rest.

@@ -1,5 +1,7 @@
 // Whole-image inference (DESIGN §3–§4): R x R windows on the JPEG 8x8 grid, batched forward passes,
-// max-merged tampering probabilities, image score = max over windows of softmax(cls)[1].
+// window probabilities blended with raised-cosine weights (or max-merged: the Syn2Real protocol rule),
+// and a page score: a calibrated probability computed from a size-invariant page statistic when the
+// weights carry calibration metadata (docs/eval.md), else the max over windows of softmax(cls)[1].
 #pragma once
 
 #include <ATen/ATen.h>
@@ -7,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +43,82 @@ std::vector<WindowPos> plan_windows(int64_t height, int64_t width, int64_t windo
 // canvas (H, W) float: canvas[y:y+h, x:x+w] = max(canvas[...], window_prob (h, w)).
 void max_merge(at::Tensor& canvas, const at::Tensor& window_prob, const WindowPos& pos);
 
+// Default stride: R for merge "max" (the Syn2Real rule, no overlap); for "blend" R/2 rounded down to a
+// multiple of 8 (chosen by measurement: docs/eval.md, "Stride").
+int64_t default_stride(int64_t window, const std::string& merge);
+
+// ---- Blending --------------------------------------------------------------------------------------
+
+// Smallest blend weight: keeps every pixel's total weight > 0 whatever the stride.
+constexpr float kBlendFloor = 1e-3f;
+
+// Blend weight along one axis for a window of size `window` at `origin` on a canvas of `extent`:
+// w(t) = max(kBlendFloor, sin^2(pi (t + 0.5) / window)) (a raised cosine, ~0 at the window's edges, 1 in
+// its middle), except that the half of the window that touches the canvas border (origin == 0, or
+// origin + window == extent) is flat at 1, so the page's own edges are covered at full weight.
+std::vector<float> blend_profile(int64_t window, int64_t origin, int64_t extent);
+
+// Accumulates window maps into sum(w p) and sum(w) on a canvas; result() = sum(w p) / sum(w).
+// The weight of a window is the outer product of its two axis profiles (blend_profile).
+class BlendMerger {
+ public:
+  BlendMerger(int64_t canvas_h, int64_t canvas_w);
+  void add(const at::Tensor& window_prob, const WindowPos& pos);  // window_prob (R, R) float
+  at::Tensor result() const;                                      // (canvas_h, canvas_w) float
+ private:
+  at::Tensor num_, den_;
+};
+
+// ---- Page content and page statistics ----------------------------------------------------------------
+
+// An 8x8 block (on the canvas grid) holds content when its luma range max - min is >= this (white or
+// uniform paper, scanner noise and JPEG ringing on blank paper stay below it; ink does not).
+constexpr double kContentRange = 32;
+// Content blocks are dilated by this many blocks (so an erased word, now blank, next to text still counts);
+// blocks of exactly one colour (white margins, padding) are never content.
+constexpr int64_t kContentDilate = 2;
+
+// Content mask of an RGB uint8 (H, W, 3) image with H, W multiples of 8: bool (H/8, W/8).
+at::Tensor content_blocks(const at::Tensor& rgb);
+
+// Raw page statistics, each invariant to white margins (blank areas are ignored) and, for the
+// pixel statistics, to tiling the page (they are quantiles of the map over content pixels).
+struct PageStats {
+  double content_fraction = 0;  // share of the image's pixels that are content
+  double q99 = 0, q999 = 0;     // 0.99 / 0.999 quantiles of the blended map over content pixels
+  double cls_max = 0;           // max of softmax(cls)[1] over windows holding content
+  double cls_mean = 0;          // mean of softmax(cls)[1] over windows holding content
+  int64_t content_windows = 0;  // windows holding content (when none, cls_* use all windows)
+};
+// Names accepted by page_stat(): q99, q999, cls_max, cls_mean.
+const std::vector<std::string>& page_stat_names();
+double page_stat(const PageStats& s, const std::string& name);  // Error for an unknown name
+nlohmann::json page_stats_to_json(const PageStats& s);
+
+// Quantile q in [0, 1] of prob (float) over the pixels where mask (bool, same shape) is true, to a
+// resolution of 1/4096 (histogram; the upper edge of the bin that holds it). 0 when the mask is empty.
+double masked_quantile(const at::Tensor& prob, const at::Tensor& mask, double q);
+
+// ---- Calibration ------------------------------------------------------------------------------------
+
+// Maps a raw page statistic to a probability: p = sigmoid(a * f(raw) + b), f = logit (raw clamped to
+// [1e-4, 1 - 1e-4]) or identity. Stored as JSON in the weights' metadata under "calibration":
+// {"statistic": "q999", "transform": "logit", "a": .., "b": .., "prior": 0.5, "fit": {...}}.
+struct PageCalibration {
+  std::string statistic = "q999";
+  std::string transform = "logit";  // logit | identity
+  double a = 1, b = 0;
+  double prior = 0.5;               // class prior the fit was balanced to (documentation)
+  nlohmann::json fit;               // provenance: data, counts, log loss, ... (free form)
+  double feature(double raw) const;
+  double apply(double raw) const;   // the calibrated probability
+  nlohmann::json to_json() const;
+  static PageCalibration from_json(const nlohmann::json& j, const std::string& subject);
+};
+
+// Metadata key of the calibration JSON in a weights file.
+inline constexpr const char* kCalibrationKey = "calibration";
+
 // ---- Inputs ---------------------------------------------------------------------------------------
 
 // Image files (.jpg, .jpeg, .png; case-insensitive) directly inside dir, sorted by file name.
@@ -50,7 +129,9 @@ std::vector<std::string> list_image_files(const std::string& dir);
 
 struct PredictOptions {
   int64_t window = 0;              // R; 0: the weights' "train_size" metadata, else 512
-  int64_t stride = 0;              // 0: = window (no overlap)
+  int64_t stride = 0;              // 0: default_stride(window, merge)
+  std::string merge = "blend";     // blend (raised-cosine weights) | max (Syn2Real protocol rule)
+  std::string score = "page";      // page (calibrated page score if the weights have one) | window-max
   int64_t batch = 2;               // windows per forward pass
   std::string dct_source = "auto"; // auto (file for JPEG, pixels otherwise) | file | pixels
   double threshold = 0.5;          // decision and region threshold
@@ -68,17 +149,22 @@ struct Prediction {
   int64_t width = 0, height = 0;
   at::Tensor rgb;                  // the decoded image, uint8 (height, width, 3) (for overlays)
   at::Tensor prob;                 // float (height, width), tampering probability
-  double image_score = 0;          // max over windows of softmax(cls)[1]
+  double image_score = 0;          // calibrated page probability, or (uncalibrated) max over windows of cls
+  std::string score_kind;          // "calibrated" | "uncalibrated"
+  double window_max = 0;           // max over all windows of softmax(cls)[1] (the Syn2Real image score)
+  PageStats page_stats;            // raw page statistics (the calibration's input)
   std::string decision;            // "tampered" (image_score > threshold) | "pristine"
   std::vector<Region> regions;     // find_regions(prob, threshold, min_region_area)
   std::string dct_source;          // "file" | "pixels"
   int64_t jpeg_quality = -1;       // estimated IJG quality of the table used (-1: none, all-ones table)
   int64_t window = 0, stride = 0, num_windows = 0;
+  std::string merge;               // "blend" | "max"
   PredictTimings timings;
 };
 
-// The JSON record of one prediction: file, width, height, image_score, decision, threshold, regions,
-// dct_source, jpeg_quality, window, stride, num_windows, timings_ms {decode, dct, model, total}.
+// The JSON record of one prediction: file, width, height, image_score, score_kind, decision, threshold,
+// regions, page_stats, window_max, dct_source, jpeg_quality, window, stride, merge, num_windows,
+// timings_ms {decode, dct, model, total}.
 nlohmann::json prediction_to_json(const Prediction& p, double threshold);
 
 // The model plus where it came from.
@@ -86,6 +172,7 @@ struct LoadedModel {
   std::shared_ptr<DiffNetImpl> model;
   int64_t train_size = 0;  // metadata "train_size" (0 when absent)
   std::string source;      // weights path, or "random" for random weights
+  std::optional<PageCalibration> calibration;  // metadata "calibration" (absent: uncalibrated)
 };
 
 // Path of the shipped default weights: $DIFFNET_WEIGHTS when set, else

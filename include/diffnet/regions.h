@@ -32,9 +32,23 @@ std::vector<Region> find_regions(const at::Tensor& prob, double threshold, int64
 // {"bbox": [x, y, w, h], "area": n, "peak": p, "mean": m}
 nlohmann::json region_to_json(const Region& r);
 
-// Overlay for a glance: the document in (slightly dimmed) grey, tinted red -> yellow where the
-// probability is high (opacity grows with p above 0.1), and a blue rectangle around every region.
+struct OverlayOptions {
+  double floor = 0.5;   // nothing is drawn where p < floor: those pixels keep the input's colour
+  bool legend = true;   // colour ramp with its probability labels, bottom-right corner
+  bool labels = true;   // each region's peak probability above its box
+};
+
+// Overlay a person can read: the document as it is wherever p < floor; from the floor up, a colour from
+// amber (p = floor) to red (p = 1) blended over it with an opacity growing from 0.35 to 0.8; a blue
+// rectangle just outside every region's box, labelled with the region's peak probability; a legend.
 // rgb: uint8 (H, W, 3); prob: float (H, W). Returns uint8 (H, W, 3).
-at::Tensor render_overlay(const at::Tensor& rgb, const at::Tensor& prob, const std::vector<Region>& regions);
+at::Tensor render_overlay(const at::Tensor& rgb, const at::Tensor& prob, const std::vector<Region>& regions,
+                          const OverlayOptions& options = {});
+
+// The legend's rectangle [x0, x1) x [y0, y1) for an H x W image (empty when the image is too small).
+struct Rect {
+  int64_t x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+};
+Rect overlay_legend_rect(int64_t H, int64_t W);
 
 }  // namespace diffnet

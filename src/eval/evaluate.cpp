@@ -30,7 +30,9 @@ EvalMetrics evaluate_dataset(Predictor& predictor, const EvalOptions& opt) {
     acc.add(u8, li.mask, p.image_score, li.id);
     if (jsonl) {
       write_png(opt.save_pred_dir + "/" + li.id + ".prob.png", u8);
-      *jsonl << prediction_to_json(p, predictor.options().threshold).dump() << "\n";
+      nlohmann::json rec = prediction_to_json(p, predictor.options().threshold);
+      rec["label"] = li.mask.defined() && li.mask.ne(0).any().item<bool>() ? 1 : 0;  // ground truth: tampered
+      *jsonl << rec.dump() << "\n";
     }
     spent_s += p.timings.total_ms / 1e3;
     char extra[64];

@@ -1,5 +1,7 @@
 #include "diffnet/metrics.h"
 
+#include "diffnet/calibration.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <numeric>
@@ -88,6 +90,9 @@ void MetricsAccumulator::add(const at::Tensor& pred_u8, const at::Tensor& gt, do
   if (tampered) {
     doc_f1_sum_ += forensichub_f1(c);
     ++num_tampered_;
+  } else {
+    pristine_pixels_ += c.fp + c.tn;
+    pristine_flagged_ += c.fp;
   }
   scores_.push_back(image_score);
   labels_.push_back(tampered ? 1 : 0);
@@ -110,6 +115,10 @@ EvalMetrics MetricsAccumulator::result() const {
   m.image_prf = prf(m.image);
   m.image_auc = roc_auc(scores_, labels_);
   if (num_tampered_ > 0) m.doc_f1 = doc_f1_sum_ / double(num_tampered_);
+  m.pristine_pixels = pristine_pixels_;
+  m.pristine_flagged = pristine_flagged_;
+  m.scores = scores_;
+  m.labels = labels_;
   return m;
 }
 
@@ -145,11 +154,14 @@ nlohmann::json metrics_to_json(const EvalMetrics& m, const std::string& protocol
   j["image_fp"] = m.image.fp;
   j["image_fn"] = m.image.fn;
   j["image_tn"] = m.image.tn;
+  j["pristine_flagged_share"] = m.pristine_flagged_share();
+  j["pristine_pixels"] = m.pristine_pixels;
+  j["calibration"] = reliability_to_json(reliability(m.scores, m.labels));
   return j;
 }
 
 std::string format_metrics(const EvalMetrics& m, const std::string& protocol) {
-  char buf[512];
+  char buf[1024];
   std::string out;
   if (protocol == "doc") {
     std::snprintf(buf, sizeof buf, "doc protocol: mean per-image F1 %s over %lld tampered of %lld images\n",
@@ -162,11 +174,13 @@ std::string format_metrics(const EvalMetrics& m, const std::string& protocol) {
   std::snprintf(buf, sizeof buf,
                 "pixel  P %.4f  R %.4f  F1 %.4f  IoU %.4f  (TP %lld FP %lld FN %lld)\n"
                 "image  P %.4f  R %.4f  F1 %.4f  AUC %s  (TP %lld FP %lld FN %lld TN %lld)\n"
-                "doc F1 %s\n",
+                "doc F1 %s\n"
+                "pristine images: %lld of %lld flagged (score > 0.5), %.4f %% of their pixels flagged\n",
                 m.pixel_prf.precision, m.pixel_prf.recall, m.pixel_prf.f1, m.pixel_prf.iou, (long long)m.pixel.tp,
                 (long long)m.pixel.fp, (long long)m.pixel.fn, m.image_prf.precision, m.image_prf.recall,
                 m.image_prf.f1, opt_str(m.image_auc).c_str(), (long long)m.image.tp, (long long)m.image.fp,
-                (long long)m.image.fn, (long long)m.image.tn, opt_str(m.doc_f1).c_str());
+                (long long)m.image.fn, (long long)m.image.tn, opt_str(m.doc_f1).c_str(), (long long)m.image.fp,
+                (long long)(m.image.fp + m.image.tn), 100.0 * m.pristine_flagged_share());
   out += buf;
   return out;
 }

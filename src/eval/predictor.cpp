@@ -1,5 +1,6 @@
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -39,6 +40,11 @@ LoadedModel load_from_file(const std::string& path) {
       throw Error(path, "metadata train_size '" + it->second + "' is not an integer");
     }
   }
+  if (auto it = meta.find(kCalibrationKey); it != meta.end()) {
+    nlohmann::json j = nlohmann::json::parse(it->second, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) throw Error(path, "metadata calibration is not valid JSON");
+    lm.calibration = PageCalibration::from_json(j, path);
+  }
   return lm;
 }
 
@@ -77,7 +83,10 @@ Predictor::Predictor(LoadedModel model, PredictOptions options) : impl_(std::mak
   impl_->opt = std::move(options);
   const PredictOptions& o = impl_->opt;
   impl_->window = o.window > 0 ? o.window : (impl_->lm.train_size > 0 ? impl_->lm.train_size : kDefaultWindow);
-  impl_->stride = o.stride > 0 ? o.stride : impl_->window;
+  if (o.merge != "blend" && o.merge != "max") throw Error("--merge", "expected blend or max, got '" + o.merge + "'");
+  if (o.score != "page" && o.score != "window-max")
+    throw Error("--score", "expected page or window-max, got '" + o.score + "'");
+  impl_->stride = o.stride > 0 ? o.stride : default_stride(impl_->window, o.merge);
   window_origins(impl_->window, impl_->window, impl_->stride);  // validates window and stride
   if (o.batch < 1) throw Error("--batch", "must be >= 1");
   if (o.dct_source != "auto" && o.dct_source != "file" && o.dct_source != "pixels")
@@ -147,6 +156,35 @@ DctInput make_dct(const at::Tensor& canvas, int64_t H, int64_t W, const std::vec
   return d;
 }
 
+// Page statistics: content = dilated non-uniform 8x8 blocks of the padded canvas, cropped to the image;
+// pixel quantiles of the map over content pixels; cls over the windows that hold any content block.
+PageStats compute_page_stats(const at::Tensor& canvas, const at::Tensor& prob, const std::vector<WindowPos>& windows,
+                             const std::vector<double>& window_cls, int64_t R) {
+  const int64_t H = prob.size(0), W = prob.size(1);
+  at::Tensor blocks = content_blocks(canvas);  // (Hp/8, Wp/8)
+  at::Tensor pixels = blocks.repeat_interleave(8, 0).repeat_interleave(8, 1).slice(0, 0, H).slice(1, 0, W);
+  PageStats s;
+  const int64_t n_content = pixels.sum().item<int64_t>();
+  s.content_fraction = double(n_content) / double(H * W);
+  s.q99 = masked_quantile(prob, pixels, 0.99);
+  s.q999 = masked_quantile(prob, pixels, 0.999);
+  double mx = 0, sum = 0;
+  for (size_t i = 0; i < windows.size(); ++i) {
+    const WindowPos& w = windows[i];
+    if (!blocks.slice(0, w.y / 8, (w.y + R) / 8).slice(1, w.x / 8, (w.x + R) / 8).any().item<bool>()) continue;
+    ++s.content_windows;
+    mx = std::max(mx, window_cls[i]);
+    sum += window_cls[i];
+  }
+  if (s.content_windows == 0) {  // a blank page: every window counts
+    for (double c : window_cls) mx = std::max(mx, c), sum += c;
+    s.cls_max = mx, s.cls_mean = window_cls.empty() ? 0 : sum / double(window_cls.size());
+  } else {
+    s.cls_max = mx, s.cls_mean = sum / double(s.content_windows);
+  }
+  return s;
+}
+
 }  // namespace
 
 Prediction Predictor::predict_rgb(const at::Tensor& rgb, const std::vector<uint8_t>& encoded, const std::string& name) {
@@ -175,8 +213,11 @@ Prediction Predictor::predict_rgb(const at::Tensor& rgb, const std::vector<uint8
 
   std::vector<WindowPos> windows = plan_windows(H, W, R, S);
   p.num_windows = int64_t(windows.size());
+  p.merge = impl_->opt.merge;
+  const bool blend = impl_->opt.merge == "blend";
   at::Tensor merged = at::zeros({Hp, Wp}, at::kFloat);
-  double score = 0;
+  BlendMerger blender(blend ? Hp : 0, blend ? Wp : 0);
+  std::vector<double> window_cls(windows.size(), 0.0);
   DiffNetImpl& model = *impl_->lm.model;
   for (size_t b0 = 0; b0 < windows.size(); b0 += size_t(impl_->opt.batch)) {
     size_t b1 = std::min(windows.size(), b0 + size_t(impl_->opt.batch));
@@ -190,17 +231,31 @@ Prediction Predictor::predict_rgb(const at::Tensor& rgb, const std::vector<uint8
     at::Tensor x = normalize_rgb(at::stack(rgbs).to(dev));
     at::Tensor qt = d.qt.view({1, 64}).expand({B, 64}).contiguous().to(dev);
     DiffNetOutput out = model.forward(x, at::stack(dcts).to(dev), qt);
+    // Window maps are merged on the CPU.
     at::Tensor prob = out.seg_logits.softmax(1).select(1, 1).to(at::kCPU, at::kFloat);
     at::Tensor cls = out.cls_logits.softmax(1).select(1, 1).to(at::kCPU, at::kFloat);
-    for (int64_t i = 0; i < B; ++i) max_merge(merged, prob[i], windows[b0 + size_t(i)]);
-    score = std::max(score, cls.max().item<double>());
+    for (int64_t i = 0; i < B; ++i) {
+      if (blend) blender.add(prob[i], windows[b0 + size_t(i)]);
+      else max_merge(merged, prob[i], windows[b0 + size_t(i)]);
+      window_cls[b0 + size_t(i)] = cls[i].item<double>();
+    }
   }
+  if (blend) merged = blender.result();
   const double t2 = now_seconds();
 
   p.rgb = rgb;
   p.prob = merged.slice(0, 0, H).slice(1, 0, W).contiguous();
-  p.image_score = score;
-  p.decision = score > impl_->opt.threshold ? "tampered" : "pristine";
+  p.window_max = *std::max_element(window_cls.begin(), window_cls.end());
+  p.page_stats = compute_page_stats(canvas, p.prob, windows, window_cls, R);
+  const std::optional<PageCalibration>& cal = impl_->lm.calibration;
+  if (impl_->opt.score == "page" && cal) {
+    p.image_score = cal->apply(page_stat(p.page_stats, cal->statistic));
+    p.score_kind = "calibrated";
+  } else {
+    p.image_score = p.window_max;
+    p.score_kind = "uncalibrated";
+  }
+  p.decision = p.image_score > impl_->opt.threshold ? "tampered" : "pristine";
   p.regions = find_regions(p.prob, impl_->opt.threshold, impl_->opt.min_region_area);
   const double t3 = now_seconds();
   p.timings.dct_ms = (t1 - t0) * 1e3;
@@ -217,13 +272,17 @@ nlohmann::json prediction_to_json(const Prediction& p, double threshold) {
   j["width"] = p.width;
   j["height"] = p.height;
   j["image_score"] = p.image_score;
+  j["score_kind"] = p.score_kind;
   j["decision"] = p.decision;
   j["threshold"] = threshold;
   j["regions"] = std::move(regions);
+  j["page_stats"] = page_stats_to_json(p.page_stats);
+  j["window_max"] = p.window_max;
   j["dct_source"] = p.dct_source;
   j["jpeg_quality"] = p.jpeg_quality;
   j["window"] = p.window;
   j["stride"] = p.stride;
+  j["merge"] = p.merge;
   j["num_windows"] = p.num_windows;
   j["timings_ms"] = {{"decode", p.timings.decode_ms},
                      {"dct", p.timings.dct_ms},

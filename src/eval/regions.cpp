@@ -1,10 +1,13 @@
 #include "diffnet/regions.h"
 
 #include <algorithm>
+#include <array>
+#include <cstdio>
 #include <cmath>
 #include <vector>
 
 #include "diffnet/common.h"
+#include "eval/font.h"
 
 namespace diffnet {
 
@@ -72,36 +75,87 @@ nlohmann::json region_to_json(const Region& r) {
   return {{"bbox", {r.x, r.y, r.w, r.h}}, {"area", r.area}, {"peak", r.peak}, {"mean", r.mean}};
 }
 
-at::Tensor render_overlay(const at::Tensor& rgb, const at::Tensor& prob, const std::vector<Region>& regions) {
+namespace {
+int overlay_text_scale(int64_t H, int64_t W) { return int(std::clamp<int64_t>(std::min(H, W) / 500, 1, 6)); }
+
+// Heat colour at p (floor <= p <= 1): amber (255, 190, 0) at the floor to red (225, 0, 0) at 1.
+std::array<float, 3> heat_colour(float t) { return {255.0f - 30.0f * t, 190.0f * (1.0f - t), 0.0f}; }
+}  // namespace
+
+Rect overlay_legend_rect(int64_t H, int64_t W) {
+  const int s = overlay_text_scale(H, W);
+  const int64_t w = (30 * font::kAdvance + 8) * s, h = 34 * s;
+  if (w + 4 > W || h + 4 > H || W < 160 || H < 120) return {};
+  return {W - w - 2 * s, H - h - 2 * s, W - 2 * s, H - 2 * s};
+}
+
+at::Tensor render_overlay(const at::Tensor& rgb, const at::Tensor& prob, const std::vector<Region>& regions,
+                          const OverlayOptions& o) {
   if (rgb.dim() != 3 || rgb.size(2) != 3 || prob.dim() != 2 || rgb.size(0) != prob.size(0) ||
       rgb.size(1) != prob.size(1))
     throw Error("render_overlay", "image (H, W, 3) and probability map (H, W) must match");
+  if (!(o.floor >= 0 && o.floor < 1)) throw Error("render_overlay", "floor must be in [0, 1)");
   const int64_t H = rgb.size(0), W = rgb.size(1);
   at::Tensor c = rgb.to(at::kFloat);
-  // Luma (BT.601 weights), dimmed so that the heat colours stand out: black -> 40, white -> 231.
-  at::Tensor grey = (c.select(2, 0) * 0.299f + c.select(2, 1) * 0.587f + c.select(2, 2) * 0.114f) * 0.75f + 40.0f;
   at::Tensor p = prob.to(at::kFloat).clamp(0, 1);
-  at::Tensor alpha = ((p - 0.1f) / 0.4f).clamp(0, 1) * 0.8f;      // 0 below p = 0.1, 0.8 from p = 0.5
-  at::Tensor t = ((p - 0.5f) / 0.5f).clamp(0, 1);                  // red at p <= 0.5, yellow at p = 1
-  at::Tensor heat = at::stack({at::full_like(p, 255.0f), t * 230.0f, at::zeros_like(p)}, 2);
+  const float fl = float(o.floor);
+  at::Tensor t = ((p - fl) / (1.0f - fl)).clamp(0, 1);                    // 0 at the floor, 1 at p = 1
+  at::Tensor on = (p >= fl).to(at::kFloat);
+  at::Tensor alpha = (0.35f + 0.45f * t) * on;                            // 0 below the floor
+  at::Tensor heat = at::stack({255.0f - 30.0f * t, 190.0f * (1.0f - t), at::zeros_like(t)}, 2);
   at::Tensor a3 = alpha.unsqueeze(2);
-  at::Tensor out = grey.unsqueeze(2) * (1 - a3) + heat * a3;
-  out = (out + 0.5f).floor().clamp(0, 255).to(at::kByte).contiguous();
+  at::Tensor blended = ((c * (1 - a3) + heat * a3) + 0.5f).floor().clamp(0, 255).to(at::kByte);
+  // Below the floor the input's bytes are kept exactly.
+  at::Tensor out = at::where(on.unsqueeze(2) > 0, blended, rgb.to(at::kByte)).contiguous();
+  uint8_t* px = out.data_ptr<uint8_t>();
 
+  const int s = overlay_text_scale(H, W);
   const int64_t thick = std::max<int64_t>(2, std::min(H, W) / 300);
-  at::Tensor colour = at::tensor({0, 110, 255}, at::kByte);
-  auto fill = [&](int64_t y0, int64_t y1, int64_t x0, int64_t x1) {
-    y0 = std::clamp<int64_t>(y0, 0, H), y1 = std::clamp<int64_t>(y1, 0, H);
-    x0 = std::clamp<int64_t>(x0, 0, W), x1 = std::clamp<int64_t>(x1, 0, W);
-    if (y0 < y1 && x0 < x1) out.slice(0, y0, y1).slice(1, x0, x1).copy_(colour.view({1, 1, 3}).expand({y1 - y0, x1 - x0, 3}));
-  };
+  const std::array<uint8_t, 3> blue{0, 110, 255}, white{255, 255, 255}, black{0, 0, 0};
   for (const Region& r : regions) {
     // The rectangle is drawn just outside the box so that the region itself stays visible.
-    int64_t bx0 = r.x - thick, by0 = r.y - thick, bx1 = r.x + r.w + thick, by1 = r.y + r.h + thick;
-    fill(by0, r.y, bx0, bx1);           // top
-    fill(r.y + r.h, by1, bx0, bx1);     // bottom
-    fill(by0, by1, bx0, r.x);           // left
-    fill(by0, by1, r.x + r.w, bx1);     // right
+    const int64_t bx0 = r.x - thick, by0 = r.y - thick, bx1 = r.x + r.w + thick, by1 = r.y + r.h + thick;
+    font::fill_rect(px, H, W, bx0, by0, bx1, r.y, blue);          // top
+    font::fill_rect(px, H, W, bx0, r.y + r.h, bx1, by1, blue);    // bottom
+    font::fill_rect(px, H, W, bx0, by0, r.x, by1, blue);          // left
+    font::fill_rect(px, H, W, r.x + r.w, by0, bx1, by1, blue);    // right
+    if (o.labels) {
+      char buf[16];
+      std::snprintf(buf, sizeof buf, "%.2f", r.peak);
+      const int64_t tw = font::text_width(buf, s), th = font::kGlyphH * s;
+      // Label tab above the box (below it when there is no room above), white on blue.
+      int64_t ly = by0 - th - 2 * s;
+      if (ly < 0) ly = by1;
+      const int64_t lx = std::clamp<int64_t>(bx0, 0, std::max<int64_t>(0, W - tw - 2 * s));
+      font::fill_rect(px, H, W, lx, ly, lx + tw + 2 * s, ly + th + 2 * s, blue);
+      font::draw_text(px, H, W, lx + s, ly + s, buf, s, white);
+    }
+  }
+  if (o.legend) {
+    const Rect L = overlay_legend_rect(H, W);
+    if (L.x1 > L.x0) {
+      font::fill_rect(px, H, W, L.x0, L.y0, L.x1, L.y1, white);
+      const int64_t pad = 4 * s, lh = font::kGlyphH * s;
+      char title[48];
+      std::snprintf(title, sizeof title, "TAMPERING P, DRAWN FROM %.2f", o.floor);
+      font::draw_text(px, H, W, L.x0 + pad, L.y0 + pad, title, s, black);
+      // Colour ramp from the floor to 1 (the overlay's colour at opacity 0.8 over white paper, like the map).
+      const int64_t rx0 = L.x0 + pad, rx1 = L.x1 - pad, ry0 = L.y0 + pad + lh + 3 * s, ry1 = ry0 + 6 * s;
+      for (int64_t x = rx0; x < rx1; ++x) {
+        const float tt = float(x - rx0) / float(std::max<int64_t>(1, rx1 - rx0 - 1));
+        const std::array<float, 3> hc = heat_colour(tt);
+        const float a = 0.35f + 0.45f * tt;
+        std::array<uint8_t, 3> col;
+        for (int k = 0; k < 3; ++k) col[size_t(k)] = uint8_t(std::lround(255.0f * (1 - a) + hc[size_t(k)] * a));
+        font::fill_rect(px, H, W, x, ry0, x + 1, ry1, col);
+      }
+      char lo[16];
+      std::snprintf(lo, sizeof lo, "%.2f", o.floor);
+      font::draw_text(px, H, W, rx0, ry1 + 2 * s, lo, s, black);
+      font::draw_text(px, H, W, rx1 - font::text_width("1.00", s), ry1 + 2 * s, "1.00", s, black);
+      const std::string box = "BOX: PEAK P";
+      font::draw_text(px, H, W, (rx0 + rx1 - font::text_width(box, s)) / 2, ry1 + 2 * s, box, s, blue);
+    }
   }
   return out;
 }

@@ -4,6 +4,8 @@ add_library(diffnet_eval STATIC
   ${CMAKE_CURRENT_LIST_DIR}/metrics.cpp
   ${CMAKE_CURRENT_LIST_DIR}/regions.cpp
   ${CMAKE_CURRENT_LIST_DIR}/windows.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/page_score.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/font.cpp
   ${CMAKE_CURRENT_LIST_DIR}/inputs.cpp)
 target_link_libraries(diffnet_eval PUBLIC diffnet_common nlohmann_json::nlohmann_json)
 if(TARGET diffnet_io)
@@ -21,6 +23,7 @@ if(TARGET diffnet_io AND TARGET diffnet_model)
   if(TARGET diffnet_data)
     target_sources(diffnet_eval PRIVATE ${CMAKE_CURRENT_LIST_DIR}/evaluate.cpp)
     target_link_libraries(diffnet_eval PUBLIC diffnet_data)
-    set_property(GLOBAL APPEND PROPERTY DIFFNET_CLI_SOURCES ${PROJECT_SOURCE_DIR}/tools/diffnet/cmd_eval.cpp)
+    set_property(GLOBAL APPEND PROPERTY DIFFNET_CLI_SOURCES ${PROJECT_SOURCE_DIR}/tools/diffnet/cmd_eval.cpp
+                 ${PROJECT_SOURCE_DIR}/tools/diffnet/cmd_calibrate.cpp)
   endif()
 endif()

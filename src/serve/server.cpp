@@ -88,7 +88,9 @@ struct Server::Impl {
         record = prediction_to_json(p, predictor.options().threshold);
         if (maps) {
           prob_png = encode_png(prob_to_u8(p.prob));
-          overlay_png = encode_png(render_overlay(p.rgb, p.prob, p.regions));
+          OverlayOptions ov;
+          ov.floor = predictor.options().threshold;
+          overlay_png = encode_png(render_overlay(p.rgb, p.prob, p.regions, ov));
         }
       }
       if (maps) record["maps"] = {{"prob_png", base64_encode(prob_png)}, {"overlay_png", base64_encode(overlay_png)}};
@@ -101,7 +103,10 @@ struct Server::Impl {
   void routes() {
     http.set_payload_max_length(opt.max_upload_bytes);
     http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-      nlohmann::json j = {{"status", "ok"}, {"weights", predictor.model().source}, {"window", predictor.window()}};
+      nlohmann::json j = {{"status", "ok"},
+                          {"weights", predictor.model().source},
+                          {"window", predictor.window()},
+                          {"calibrated", predictor.model().calibration.has_value()}};
       res.set_content(j.dump(), "application/json");
     });
     http.Get("/", [](const httplib::Request&, httplib::Response& res) {

@@ -1,10 +1,13 @@
 // diffnet eval --weights W --data D --protocol syn2real|doc: runs the model over a dataset and scores it.
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <string>
 
 #include "commands.h"
+#include "diffnet/calibration.h"
 #include "diffnet/eval.h"
+#include "diffnet/image_io.h"
 #include "diffnet/predict.h"
 
 namespace diffnet::cli {
@@ -15,14 +18,35 @@ struct EvalCli {
   std::string protocol = "syn2real";
   EvalOptions eval;
   PredictOptions predict;
+  std::string merge, score;      // empty: the protocol's default
+  std::string reliability_png;
   bool json = false;
 };
 
 void run(const EvalCli& o) {
   check_protocol(o.protocol);
-  Predictor predictor(load_weights_or_random(o.weights), o.predict);
+  PredictOptions popt = o.predict;
+  // syn2real keeps the protocol's rule (max-merge, image score = max over windows); doc uses the
+  // whole-page defaults of predict (blend, calibrated page score).
+  popt.merge = !o.merge.empty() ? o.merge : (o.protocol == "syn2real" ? "max" : "blend");
+  popt.score = !o.score.empty() ? o.score : (o.protocol == "syn2real" ? "window-max" : "page");
+  Predictor predictor(load_weights_or_random(o.weights), popt);
   EvalMetrics m = evaluate_dataset(predictor, o.eval);
-  if (o.json) std::printf("%s\n", metrics_to_json(m, o.protocol).dump().c_str());
+  if (!o.reliability_png.empty()) {
+    Reliability r = reliability(m.scores, m.labels);
+    char title[96];
+    std::snprintf(title, sizeof title, "N %lld  BRIER %.3f  ECE %.3f", (long long)m.num_images, r.brier, r.ece);
+    std::vector<uint8_t> img = draw_reliability_diagram(r, title);
+    const int64_t S = int64_t(std::lround(std::sqrt(double(img.size() / 3))));
+    write_png(o.reliability_png, at::from_blob(img.data(), {S, S, 3}, at::kByte).clone());
+  }
+  nlohmann::json j = metrics_to_json(m, o.protocol);
+  j["merge"] = popt.merge;
+  j["score"] = popt.score;
+  j["stride"] = predictor.options().stride > 0 ? predictor.options().stride : default_stride(predictor.window(), popt.merge);
+  j["window"] = predictor.window();
+  j["calibrated"] = popt.score == "page" && predictor.model().calibration.has_value();
+  if (o.json) std::printf("%s\n", j.dump().c_str());
   else std::printf("%s", format_metrics(m, o.protocol).c_str());
 }
 
@@ -37,7 +61,12 @@ Registrar reg("eval", [](CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--save-pred", o->eval.save_pred_dir, "Also write <id>.prob.png and predictions.jsonl here");
   sub->add_option("--window", o->predict.window, "Window size R (multiple of 32); default: the weights' train_size, else 512");
-  sub->add_option("--stride", o->predict.stride, "Window stride (multiple of 8, <= R); default R");
+  sub->add_option("--stride", o->predict.stride, "Window stride (multiple of 8, <= R); default R/2 (blend), R (max)");
+  sub->add_option("--merge", o->merge, "blend | max; default max for syn2real, blend for doc")
+      ->check(CLI::IsMember({"blend", "max"}));
+  sub->add_option("--score", o->score, "page | window-max; default window-max for syn2real, page for doc")
+      ->check(CLI::IsMember({"page", "window-max"}));
+  sub->add_option("--reliability-png", o->reliability_png, "Write a reliability diagram of the image scores here");
   sub->add_option("--batch", o->predict.batch, "Windows per forward pass")->capture_default_str();
   sub->add_option("--device", o->predict.device, "cpu | cuda | cuda:N")->capture_default_str();
   sub->add_option("--dct-source", o->predict.dct_source, "auto | file | pixels")

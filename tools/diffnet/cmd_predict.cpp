@@ -32,6 +32,7 @@ struct PredictCli {
   bool bench = false;
   int bench_runs = 3;
   std::string bench_preset;  // --bench with random weights of this preset
+  double overlay_floor = -1;  // < 0: the threshold
 };
 
 // Inputs expanded: directories become their image files (sorted); files are kept in the given order.
@@ -60,13 +61,15 @@ std::string unique_base(const std::string& file, std::set<std::string>& used) {
   return candidate;
 }
 
-void print_table_header() { std::printf("%-40s %8s  %-9s %7s %9s\n", "file", "score", "decision", "regions", "ms"); }
+void print_table_header() {
+  std::printf("%-40s %8s %-6s %-9s %7s %9s\n", "file", "score", "kind", "decision", "regions", "ms");
+}
 
 void print_table_row(const Prediction& p) {
   std::string name = p.file;
   if (name.size() > 40) name = "..." + name.substr(name.size() - 37);
-  std::printf("%-40s %8.4f  %-9s %7zu %9.0f\n", name.c_str(), p.image_score, p.decision.c_str(), p.regions.size(),
-              p.timings.total_ms);
+  std::printf("%-40s %8.4f %-6s %-9s %7zu %9.0f\n", name.c_str(), p.image_score,
+              p.score_kind == "calibrated" ? "cal" : "uncal", p.decision.c_str(), p.regions.size(), p.timings.total_ms);
   std::fflush(stdout);
 }
 
@@ -133,6 +136,12 @@ void run(const PredictCli& o) {
     lm = load_weights_or_random(o.weights);
   }
   Predictor predictor(std::move(lm), o.opt);
+  OverlayOptions overlay;
+  overlay.floor = o.overlay_floor >= 0 ? o.overlay_floor : o.opt.threshold;
+  if (!(overlay.floor < 1)) throw Error("--overlay-floor", "must be < 1");
+  if (!o.bench && !predictor.model().calibration && o.opt.score == "page")
+    std::fprintf(stderr, "note: %s has no calibration metadata: image_score is the uncalibrated max over windows "
+                         "(see `diffnet calibrate`)\n", predictor.model().source.c_str());
   if (o.bench) {
     if (o.bench_runs < 1) throw Error("--bench-runs", "must be >= 1");
     run_bench(predictor, o.bench_runs);
@@ -160,7 +169,7 @@ void run(const PredictCli& o) {
       if (!o.out_dir.empty()) {
         std::string base = o.out_dir + "/" + unique_base(file, used);
         write_png(base + ".prob.png", prob_to_u8(p.prob));
-        write_png(base + ".overlay.png", render_overlay(p.rgb, p.prob, p.regions));
+        write_png(base + ".overlay.png", render_overlay(p.rgb, p.prob, p.regions, overlay));
         record["outputs"] = {{"prob", base + ".prob.png"}, {"overlay", base + ".overlay.png"}};
         *jsonl << record.dump() << "\n";
         jsonl->flush();
@@ -197,7 +206,14 @@ Registrar reg("predict", [](CLI::App& app) {
   sub->add_option("-o,--out", o->out_dir,
                   "Write <stem>.prob.png, <stem>.overlay.png and append to predictions.jsonl here");
   sub->add_option("--window", o->opt.window, "Window size R (multiple of 32); default: the weights' train_size, else 512");
-  sub->add_option("--stride", o->opt.stride, "Window stride (multiple of 8, <= R); default R (no overlap)");
+  sub->add_option("--stride", o->opt.stride, "Window stride (multiple of 8, <= R); default R/2 (blend), R (max)");
+  sub->add_option("--merge", o->opt.merge, "How window maps are merged: blend (raised-cosine weights) or max")
+      ->check(CLI::IsMember({"blend", "max"}))
+      ->capture_default_str();
+  sub->add_option("--score", o->opt.score,
+                  "Page score: page (calibrated when the weights carry calibration) or window-max")
+      ->check(CLI::IsMember({"page", "window-max"}))
+      ->capture_default_str();
   sub->add_option("--batch", o->opt.batch, "Windows per forward pass")->capture_default_str();
   sub->add_option("--dct-source", o->opt.dct_source,
                   "auto: JPEG coefficients from the file, pixels otherwise; or force file|pixels")
@@ -205,6 +221,7 @@ Registrar reg("predict", [](CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--threshold", o->opt.threshold, "Decision and region threshold")->capture_default_str();
   sub->add_option("--min-region", o->opt.min_region_area, "Smallest region reported, in pixels")->capture_default_str();
+  sub->add_option("--overlay-floor", o->overlay_floor, "Overlay draws nothing where p is below this; default the threshold");
   sub->add_flag("--json", o->json, "Print one JSON record per input on stdout");
   sub->add_flag("--table", o->table, "Print a table: file, score, decision, regions (default without --json)");
   sub->add_flag("-q,--quiet", o->quiet, "No progress line");

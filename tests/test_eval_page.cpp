@@ -1,0 +1,209 @@
+// Whole-page pieces without a model, against independent computations: raised-cosine blending (weights
+// by hand, a constant stays constant, no seams where max-merge has them), the content mask, masked
+// quantiles against a sort, the logistic fit against its closed form, calibration by hand, reliability.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "diffnet/calibration.h"
+#include "diffnet/common.h"
+#include "diffnet/predict.h"
+#include "testing.h"
+
+using namespace diffnet;
+
+namespace {
+const double kPi = std::acos(-1.0);
+
+// Largest difference between horizontally or vertically adjacent pixels.
+double max_step(const at::Tensor& m) {
+  double dy = (m.slice(0, 1) - m.slice(0, 0, -1)).abs().max().item<double>();
+  double dx = (m.slice(1, 1) - m.slice(1, 0, -1)).abs().max().item<double>();
+  return std::max(dx, dy);
+}
+}  // namespace
+
+TEST(EvalBlend, ProfileByHand) {
+  // Interior window (origin 64 of 256): sin^2(pi (t + 0.5) / 64), floored at 1e-3.
+  std::vector<float> w = blend_profile(64, 64, 256);
+  ASSERT_EQ(w.size(), 64u);
+  for (int t = 0; t < 64; ++t) {
+    double want = std::max(1e-3, std::pow(std::sin(kPi * (t + 0.5) / 64), 2));
+    EXPECT_NEAR(w[size_t(t)], want, 1e-6) << t;
+  }
+  EXPECT_NEAR(w[0], 1e-3, 1e-9);  // the floor: sin^2(pi / 128) = 6e-4 < 1e-3
+  // First window: its first half is flat at 1 (the page edge is covered at full weight); last window:
+  // its second half; a window covering the whole canvas: 1 everywhere.
+  std::vector<float> first = blend_profile(64, 0, 256), last = blend_profile(64, 192, 256), all = blend_profile(64, 0, 64);
+  for (int t = 0; t < 32; ++t) {
+    EXPECT_EQ(first[size_t(t)], 1.0f);
+    EXPECT_NEAR(last[size_t(t)], w[size_t(t)], 1e-7);
+  }
+  for (int t = 32; t < 64; ++t) {
+    EXPECT_NEAR(first[size_t(t)], w[size_t(t)], 1e-7);
+    EXPECT_EQ(last[size_t(t)], 1.0f);
+  }
+  for (float v : all) EXPECT_EQ(v, 1.0f);
+}
+
+TEST(EvalBlend, ConstantWindowsGiveAConstantMap) {
+  // A model whose every output is 0.37: the blended map is 0.37 everywhere (any stride, edge windows).
+  for (int64_t stride : {8, 24, 32, 64}) {
+    const int64_t H = 200, W = 136, R = 64;
+    std::vector<WindowPos> win = plan_windows(H, W, R, stride);
+    BlendMerger m(padded_extent(H, R), padded_extent(W, R));
+    for (const WindowPos& p : win) m.add(at::full({R, R}, 0.37f), p);
+    at::Tensor out = m.result();
+    EXPECT_LT((out - 0.37f).abs().max().item<double>(), 1e-6) << "stride " << stride;
+  }
+}
+
+TEST(EvalBlend, NoSeamsWhereMaxMergeHasThem) {
+  // Every window outputs its own constant in [0, 1]. Max-merge jumps at window borders; the blend
+  // changes smoothly: with R 64 and stride 32 two overlapping raised cosines sum to 1, so the slope is
+  // at most |c1 - c2| * pi / 64 ~ 0.05 per pixel (a little more where the shifted last window overlaps).
+  const int64_t H = 232, W = 200, R = 64, S = 32;
+  std::vector<WindowPos> win = plan_windows(H, W, R, S);
+  const int64_t Hp = padded_extent(H, R), Wp = padded_extent(W, R);
+  BlendMerger blend(Hp, Wp);
+  at::Tensor maxed = at::zeros({Hp, Wp}, at::kFloat);
+  at::Generator gen = at::detail::createCPUGenerator(9);
+  for (const WindowPos& p : win) {
+    at::Tensor v = at::full({R, R}, at::rand({1}, gen).item<float>());
+    blend.add(v, p);
+    max_merge(maxed, v, p);
+  }
+  at::Tensor b = blend.result();
+  EXPECT_GT(max_step(maxed), 0.3) << "the test needs windows that differ";
+  EXPECT_LT(max_step(b), 0.1);
+  // The blend stays inside the range of the window values.
+  EXPECT_GE(b.min().item<double>(), 0.0);
+  EXPECT_LE(b.max().item<double>(), 1.0);
+}
+
+TEST(EvalBlend, EqualsMaxMergeWithoutOverlap) {
+  // Non-overlapping windows (stride R on a canvas that is a multiple of R): each pixel has one window.
+  const int64_t R = 32;
+  std::vector<WindowPos> win = plan_windows(96, 64, R, R);
+  BlendMerger blend(96, 64);
+  at::Tensor maxed = at::zeros({96, 64}, at::kFloat);
+  at::Generator gen = at::detail::createCPUGenerator(10);
+  for (const WindowPos& p : win) {
+    at::Tensor v = at::rand({R, R}, gen);
+    blend.add(v, p);
+    max_merge(maxed, v, p);
+  }
+  EXPECT_LT(testutil::max_abs_diff(blend.result(), maxed), 1e-6);
+}
+
+TEST(EvalPage, ContentBlocks) {
+  at::Tensor img = at::full({64, 80, 3}, 255, at::kByte);
+  EXPECT_FALSE(content_blocks(img).any().item<bool>()) << "a white page has no content";
+  // Faint uniform paper noise (range < 32) is not content either.
+  img.slice(0, 0, 64).slice(1, 0, 80).fill_(240);
+  img.slice(0, 0, 64, 2).slice(1, 0, 80, 3).fill_(250);
+  EXPECT_FALSE(content_blocks(img).any().item<bool>());
+  // One dark stroke in block (3, 5): content there and within 2 blocks around it (dilation), except
+  // blocks of exactly uniform colour.
+  img.fill_(255);
+  img.slice(0, 26, 28).slice(1, 42, 46).fill_(20);
+  at::Tensor c = content_blocks(img);
+  ASSERT_EQ(c.sizes(), (std::vector<int64_t>{8, 10}));
+  for (int64_t y = 0; y < 8; ++y)
+    for (int64_t x = 0; x < 10; ++x) EXPECT_EQ(c[y][x].item<bool>(), y == 3 && x == 5) << y << "," << x;
+  // On textured paper the dilated ring counts (an erased word next to text stays in the page's content).
+  img.slice(0, 0, 64, 2).slice(1, 0, 80, 3).fill_(250);
+  img.slice(0, 1, 64, 2).slice(1, 0, 80, 3).fill_(248);
+  img.slice(0, 26, 28).slice(1, 42, 46).fill_(20);
+  c = content_blocks(img);
+  for (int64_t y = 0; y < 8; ++y)
+    for (int64_t x = 0; x < 10; ++x) EXPECT_EQ(c[y][x].item<bool>(), std::abs(y - 3) <= 2 && std::abs(x - 5) <= 2) << y << "," << x;
+}
+
+TEST(EvalPage, MaskedQuantileAgainstASort) {
+  at::Generator gen = at::detail::createCPUGenerator(4);
+  at::Tensor p = at::rand({100, 120}, gen).pow(3);
+  at::Tensor mask = at::rand({100, 120}, gen) > 0.4;
+  std::vector<float> v;
+  at::Tensor sel = p.masked_select(mask).contiguous();
+  v.assign(sel.data_ptr<float>(), sel.data_ptr<float>() + sel.numel());
+  std::sort(v.begin(), v.end());
+  for (double q : {0.5, 0.9, 0.99, 0.999}) {
+    // The smallest value with at least a share q of the values at or below it.
+    const size_t k = size_t(std::ceil(q * double(v.size()))) - 1;
+    EXPECT_NEAR(masked_quantile(p, mask, q), v[k], 1.0 / 4096 + 1e-6) << q;
+  }
+  EXPECT_EQ(masked_quantile(p, at::zeros_like(mask), 0.99), 0.0);
+}
+
+TEST(EvalCalibration, LogisticFitMatchesTheClosedForm) {
+  // One binary feature: the maximum-likelihood fit reproduces the two groups' log-odds exactly:
+  // x = 0: 3 tampered of 10 -> b = log(3/7); x = 1: 8 of 10 -> a + b = log(8/2).
+  std::vector<double> x;
+  std::vector<int> y;
+  for (int i = 0; i < 10; ++i) x.push_back(0), y.push_back(i < 3);
+  for (int i = 0; i < 10; ++i) x.push_back(1), y.push_back(i < 8);
+  LogisticFit f = fit_logistic(x, y, {}, 0.0);
+  EXPECT_TRUE(f.converged);
+  EXPECT_NEAR(f.b, std::log(3.0 / 7.0), 1e-8);
+  EXPECT_NEAR(f.a, std::log(4.0) - std::log(3.0 / 7.0), 1e-8);
+  // Its log loss: -(1/20) sum of log-likelihoods at the group rates.
+  const double ll = -(3 * std::log(0.3) + 7 * std::log(0.7) + 8 * std::log(0.8) + 2 * std::log(0.2)) / 20;
+  EXPECT_NEAR(f.log_loss, ll, 1e-10);
+  // Weights act as counts: weight 2 on the x = 0 positives = 6 of 13 -> b = log(6/7).
+  std::vector<double> w(20, 1.0);
+  for (int i = 0; i < 3; ++i) w[size_t(i)] = 2;
+  LogisticFit g = fit_logistic(x, y, w, 0.0);
+  EXPECT_NEAR(g.b, std::log(6.0 / 7.0), 1e-8);
+  EXPECT_NEAR(g.a + g.b, std::log(4.0), 1e-8);
+  // Balanced weights: n / (2 n_class); 11 positives and 9 negatives.
+  std::vector<double> bw = balanced_weights(y);
+  EXPECT_NEAR(bw[0], 20.0 / 22.0, 1e-12);  // y[0] = 1
+  EXPECT_NEAR(bw[5], 20.0 / 18.0, 1e-12);  // y[5] = 0
+  // Separable data: the ridge keeps the slope finite and the fit converges, ranking preserved.
+  LogisticFit s = fit_logistic({0.1, 0.2, 0.3, 0.7, 0.8, 0.9}, {0, 0, 0, 1, 1, 1}, {}, 1e-3);
+  EXPECT_TRUE(s.converged);
+  EXPECT_TRUE(std::isfinite(s.a) && s.a > 0);
+  EXPECT_THROW(fit_logistic({}, {}), Error);
+  EXPECT_THROW(fit_logistic({1, 2}, {0}), Error);
+}
+
+TEST(EvalCalibration, AppliedByHand) {
+  PageCalibration c;
+  c.statistic = "q999";
+  c.transform = "logit";
+  c.a = 2, c.b = -1;
+  // logit(0.8) = log 4; p = 1 / (1 + exp(-(2 log 4 - 1))).
+  EXPECT_NEAR(c.apply(0.8), 1.0 / (1.0 + std::exp(-(2 * std::log(4.0) - 1))), 1e-12);
+  c.transform = "identity";
+  EXPECT_NEAR(c.apply(0.8), 1.0 / (1.0 + std::exp(-(1.6 - 1))), 1e-12);
+  // JSON round trip, and bad metadata is an error naming the file.
+  PageCalibration d = PageCalibration::from_json(nlohmann::json::parse(c.to_json().dump()), "w.safetensors");
+  EXPECT_EQ(d.statistic, "q999");
+  EXPECT_EQ(d.transform, "identity");
+  EXPECT_EQ(d.a, 2);
+  EXPECT_EQ(d.b, -1);
+  try {
+    PageCalibration::from_json(nlohmann::json{{"statistic", "nope"}, {"a", 1}, {"b", 0}}, "w.safetensors");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("nope"), std::string::npos);
+  }
+  EXPECT_THROW(PageCalibration::from_json(nlohmann::json{{"statistic", "q99"}}, "w"), Error);
+}
+
+TEST(EvalCalibration, ReliabilityByHand) {
+  // Bins of 0.5: [0, 0.5) holds 0.1 (y 0), 0.3 (y 1); [0.5, 1] holds 0.6 (y 1), 0.9 (y 1), 1.0 (y 0).
+  Reliability r = reliability({0.1, 0.3, 0.6, 0.9, 1.0}, {0, 1, 1, 1, 0}, 2);
+  ASSERT_EQ(r.bins.size(), 2u);
+  EXPECT_EQ(r.bins[0].count, 2);
+  EXPECT_NEAR(r.bins[0].mean_p, 0.2, 1e-12);
+  EXPECT_NEAR(r.bins[0].frequency, 0.5, 1e-12);
+  EXPECT_EQ(r.bins[1].count, 3);
+  EXPECT_NEAR(r.bins[1].mean_p, 2.5 / 3, 1e-12);
+  EXPECT_NEAR(r.bins[1].frequency, 2.0 / 3, 1e-12);
+  EXPECT_NEAR(r.brier, (0.01 + 0.49 + 0.16 + 0.01 + 1.0) / 5, 1e-12);
+  EXPECT_NEAR(r.ece, 2.0 / 5 * 0.3 + 3.0 / 5 * (2.5 / 3 - 2.0 / 3), 1e-12);
+  std::vector<uint8_t> img = draw_reliability_diagram(r, "TEST", 300);
+  EXPECT_EQ(img.size(), 300u * 300 * 3);
+}
