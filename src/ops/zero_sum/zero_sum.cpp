@@ -253,7 +253,7 @@ ZeroSumCoefficients zero_sum_materialize(const at::Tensor& theta, const at::Tens
 
 std::string zero_sum_infer_default(const at::Device& device) {
   // Measured on the 2-core CPU (docs/ops.md): fused beats the best dense composition on every shape.
-  // CUDA: pending measurement (scripts/gpu-check.sh prints both); fused until then.
+  // CUDA: fused forward 2.1-5.1x faster than the best dense composition on an H100 (docs/ops.md).
   (void)device;
   return "fused";
 }
