@@ -9,6 +9,7 @@
 #include <string>
 
 #include "diffnet/common.h"
+#include "diffnet/device.h"
 #include "ops/zero_sum/cpu/zero_sum_kernel.h"
 #include "ops/zero_sum/zero_sum_impl.h"
 
@@ -87,13 +88,6 @@ void check_fused_args(const at::Tensor& x, const at::Tensor& theta, const at::Te
     throw Error("zero_sum", "CUDA input, but this build has no CUDA kernels (configure with -DDIFFNET_CUDA=ON)");
   if (!x.is_cuda() && !x.device().is_cpu())
     throw Error("zero_sum", "the fused implementation runs on CPU or CUDA, got device " + x.device().str());
-}
-
-void device_synchronize(const at::Device& device) {
-#ifdef DIFFNET_WITH_CUDA
-  if (device.is_cuda()) cuda_synchronize();
-#endif
-  (void)device;
 }
 
 bool is_channels_last(const at::Tensor& t) {
@@ -215,11 +209,7 @@ bool zero_sum_has_cuda() {
 }
 
 bool zero_sum_cuda_available() {
-#ifdef DIFFNET_WITH_CUDA
-  return detail::cuda_device_available();
-#else
-  return false;
-#endif
+  return zero_sum_has_cuda() && diffnet::cuda_available();
 }
 
 at::Tensor zero_sum(const at::Tensor& x, const at::Tensor& theta, const at::Tensor& weight,

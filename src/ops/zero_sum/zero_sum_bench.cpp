@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "diffnet/common.h"
+#include "diffnet/device.h"
 #include "diffnet/zero_sum.h"
 #include "ops/zero_sum/zero_sum_impl.h"
 
@@ -40,12 +41,12 @@ std::vector<BenchCase> bench_cases(bool quick) {
 
 double median_ms(int iters, const at::Device& device, bool cpu_clock, const std::function<void()>& fn) {
   fn();  // warm-up
-  detail::device_synchronize(device);
+  diffnet::synchronize(device);
   std::vector<double> t;
   for (int i = 0; i < iters; ++i) {
     const double t0 = cpu_clock ? process_cpu_seconds() : now_seconds();
     fn();
-    detail::device_synchronize(device);
+    diffnet::synchronize(device);
     t.push_back(((cpu_clock ? process_cpu_seconds() : now_seconds()) - t0) * 1e3);
   }
   std::sort(t.begin(), t.end());

@@ -60,17 +60,12 @@ inline const char* dense_variant_for(int64_t C, int64_t H, int64_t W) {
   return C >= 256 && H * W > 32 * 32 ? "split" : "split_cl";
 }
 
-// Waits for queued device work (no-op on the CPU), for timing.
-void device_synchronize(const at::Device& device);
-
 #ifdef DIFFNET_WITH_CUDA
 // CUDA versions (cuda/zero_sum_cuda.cpp): same contracts, CUDA tensors, contiguous NCHW inputs.
 at::Tensor fused_forward_cuda(const at::Tensor& x, const at::Tensor& kern, const at::Tensor& weight,
                               const at::Tensor& bias);
 std::vector<at::Tensor> fused_backward_cuda(const at::Tensor& x, const at::Tensor& grad,
                                             const at::Tensor& kern, const at::Tensor& weight, bool need_dx);
-bool cuda_device_available();
-void cuda_synchronize();
 at::Tensor full_kernels_cuda(const at::Tensor& theta, int64_t n_free);
 at::Tensor theta_grad_cuda(const at::Tensor& dkern, const at::Tensor& theta, int64_t n_free);
 #endif

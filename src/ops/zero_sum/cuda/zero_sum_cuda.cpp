@@ -32,10 +32,6 @@ cuda::ZeroSumShape shape_of(const at::Tensor& x, const at::Tensor& kern) {
 
 }  // namespace
 
-bool cuda_device_available() { return cuda::zero_sum_cuda_device_count() > 0 && at::hasCUDA(); }
-
-void cuda_synchronize() { check(cuda::zero_sum_cuda_synchronize(), "synchronize"); }
-
 at::Tensor full_kernels_cuda(const at::Tensor& theta_in, int64_t n_free) {
   c10::cuda::CUDAGuard guard(theta_in.device());
   at::Tensor theta = theta_in.contiguous();

@@ -52,11 +52,7 @@ template <typename T>
 int zero_sum_theta_grad_cuda(const T* dkern, const T* theta, T* dtheta, int64_t C, int64_t M, int64_t n_free,
                              int64_t K, void* stream);
 
-// cudaGetErrorString for a code returned above.
+// cudaGetErrorString for a code returned above. (Device queries and synchronisation: diffnet/device.h.)
 const char* zero_sum_cuda_error_string(int code);
-
-// Number of CUDA devices (0 when no driver/device), and a device-wide synchronize (for timing).
-int zero_sum_cuda_device_count();
-int zero_sum_cuda_synchronize();
 
 }  // namespace diffnet::ops::cuda

@@ -511,17 +511,6 @@ int zero_sum_theta_grad_cuda(const T* dkern, const T* theta, T* dtheta, int64_t 
 
 const char* zero_sum_cuda_error_string(int code) { return cudaGetErrorString(static_cast<cudaError_t>(code)); }
 
-int zero_sum_cuda_device_count() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();  // clear the sticky "no driver" error
-    return 0;
-  }
-  return n;
-}
-
-int zero_sum_cuda_synchronize() { return static_cast<int>(cudaDeviceSynchronize()); }
-
 template int zero_sum_forward_cuda<float>(const float*, const float*, const float*, const float*, float*,
                                           const ZeroSumShape&, void*);
 template int zero_sum_forward_cuda<double>(const double*, const double*, const double*, const double*, double*,
