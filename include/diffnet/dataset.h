@@ -26,6 +26,8 @@ struct LoadedItem {
   at::Tensor mask;                   // uint8 (H, W) 0/1
   std::vector<uint8_t> image_bytes;  // the encoded image as stored (for JPEG DCT from the file)
   bool is_jpeg = false;
+  // Ground truth at page level: any tampered pixel (no mask: pristine).
+  bool tampered() const { return mask.defined() && mask.ne(0).any().item<bool>(); }
 };
 
 // Lists a dataset given as:

@@ -184,6 +184,9 @@ std::string default_weights_path();
 // "no weights found: using random weights, results are meaningless" on stderr.
 LoadedModel load_weights_or_random(const std::string& weights);
 
+// A randomly initialised model of `preset` (seed 0, source "random <preset>"), e.g. for timing.
+LoadedModel random_model(const std::string& preset = "atto");
+
 // Runs a model over whole images. Not thread-safe: one Predictor per thread (or a mutex).
 class Predictor {
  public:
@@ -201,6 +204,8 @@ class Predictor {
 
   const PredictOptions& options() const;
   int64_t window() const;
+  int64_t stride() const;          // the stride in use (options().stride, or its default)
+  const at::Device& device() const;
   const LoadedModel& model() const;
 
  private:

@@ -31,7 +31,7 @@ EvalMetrics evaluate_dataset(Predictor& predictor, const EvalOptions& opt) {
     if (jsonl) {
       write_png(opt.save_pred_dir + "/" + li.id + ".prob.png", u8);
       nlohmann::json rec = prediction_to_json(p, predictor.options().threshold);
-      rec["label"] = li.mask.defined() && li.mask.ne(0).any().item<bool>() ? 1 : 0;  // ground truth: tampered
+      rec["label"] = li.tampered() ? 1 : 0;
       *jsonl << rec.dump() << "\n";
     }
     spent_s += p.timings.total_ms / 1e3;

@@ -62,11 +62,17 @@ LoadedModel load_weights_or_random(const std::string& weights) {
     throw Error(path, "weights file named by $DIFFNET_WEIGHTS not found");
   std::fprintf(stderr, "warning: no weights found: using random weights, results are meaningless (looked for %s)\n",
                path.c_str());
+  LoadedModel lm = random_model("atto");
+  lm.source = "random";
+  return lm;
+}
+
+LoadedModel random_model(const std::string& preset) {
   torch::manual_seed(0);
-  DiffNet model(model_preset("atto"));
+  DiffNet model(model_preset(preset));
   LoadedModel lm;
   lm.model = model.ptr();
-  lm.source = "random";
+  lm.source = "random " + preset;
   return lm;
 }
 
@@ -103,6 +109,8 @@ Predictor& Predictor::operator=(Predictor&&) noexcept = default;
 
 const PredictOptions& Predictor::options() const { return impl_->opt; }
 int64_t Predictor::window() const { return impl_->window; }
+int64_t Predictor::stride() const { return impl_->stride; }
+const at::Device& Predictor::device() const { return impl_->device; }
 const LoadedModel& Predictor::model() const { return impl_->lm; }
 
 Prediction Predictor::predict_file(const std::string& path) { return predict_bytes(read_file(path), path); }
@@ -168,20 +176,18 @@ PageStats compute_page_stats(const at::Tensor& canvas, const at::Tensor& prob, c
   s.content_fraction = double(n_content) / double(H * W);
   s.q99 = masked_quantile(prob, pixels, 0.99);
   s.q999 = masked_quantile(prob, pixels, 0.999);
-  double mx = 0, sum = 0;
+  std::vector<double> content_cls;
   for (size_t i = 0; i < windows.size(); ++i) {
     const WindowPos& w = windows[i];
-    if (!blocks.slice(0, w.y / 8, (w.y + R) / 8).slice(1, w.x / 8, (w.x + R) / 8).any().item<bool>()) continue;
-    ++s.content_windows;
-    mx = std::max(mx, window_cls[i]);
-    sum += window_cls[i];
+    if (blocks.slice(0, w.y / 8, (w.y + R) / 8).slice(1, w.x / 8, (w.x + R) / 8).any().item<bool>())
+      content_cls.push_back(window_cls[i]);
   }
-  if (s.content_windows == 0) {  // a blank page: every window counts
-    for (double c : window_cls) mx = std::max(mx, c), sum += c;
-    s.cls_max = mx, s.cls_mean = window_cls.empty() ? 0 : sum / double(window_cls.size());
-  } else {
-    s.cls_max = mx, s.cls_mean = sum / double(s.content_windows);
-  }
+  s.content_windows = int64_t(content_cls.size());
+  const std::vector<double>& used = content_cls.empty() ? window_cls : content_cls;  // blank page: all windows
+  double mx = 0, sum = 0;
+  for (double c : used) mx = std::max(mx, c), sum += c;
+  s.cls_max = mx;
+  s.cls_mean = used.empty() ? 0 : sum / double(used.size());
   return s;
 }
 
@@ -215,7 +221,8 @@ Prediction Predictor::predict_rgb(const at::Tensor& rgb, const std::vector<uint8
   p.num_windows = int64_t(windows.size());
   p.merge = impl_->opt.merge;
   const bool blend = impl_->opt.merge == "blend";
-  at::Tensor merged = at::zeros({Hp, Wp}, at::kFloat);
+  // One canvas-sized accumulator: the max-merge canvas, or the blender's sums.
+  at::Tensor merged = blend ? at::Tensor() : at::zeros({Hp, Wp}, at::kFloat);
   BlendMerger blender(blend ? Hp : 0, blend ? Wp : 0);
   std::vector<double> window_cls(windows.size(), 0.0);
   DiffNetImpl& model = *impl_->lm.model;

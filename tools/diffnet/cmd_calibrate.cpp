@@ -81,7 +81,7 @@ std::vector<Item> run_model(const CalibrateCli& o, Predictor& predictor) {
   for (const DatasetItem& d : listed) {
     LoadedItem li = load_item(d);
     Prediction p = predictor.predict_rgb(li.rgb, li.image_bytes, li.id);
-    Item it{li.id, li.mask.defined() && li.mask.ne(0).any().item<bool>() ? 1 : 0, p.page_stats, p.window, p.stride};
+    Item it{li.id, li.tampered() ? 1 : 0, p.page_stats, p.window, p.stride};
     if (out) {
       *out << nlohmann::json{{"id", it.id}, {"label", it.label}, {"page_stats", page_stats_to_json(it.stats)},
                              {"window", p.window}, {"stride", p.stride}, {"merge", p.merge}}
@@ -109,8 +109,7 @@ void run(const CalibrateCli& o) {
   std::vector<Item> items = o.from_stats.empty() ? run_model(o, predictor) : read_stats(o.from_stats);
   // The statistics depend on the window and stride they were computed with: record them (from the
   // stats records when they name them, else this run's settings).
-  int64_t window = predictor.window();
-  int64_t stride = popt.stride > 0 ? popt.stride : default_stride(window, popt.merge);
+  int64_t window = predictor.window(), stride = predictor.stride();
   if (items.front().window > 0) window = items.front().window, stride = items.front().stride;
   for (const Item& it : items)
     if (it.window > 0 && (it.window != window || it.stride != stride))

@@ -43,7 +43,7 @@ void run(const EvalCli& o) {
   nlohmann::json j = metrics_to_json(m, o.protocol);
   j["merge"] = popt.merge;
   j["score"] = popt.score;
-  j["stride"] = predictor.options().stride > 0 ? predictor.options().stride : default_stride(predictor.window(), popt.merge);
+  j["stride"] = predictor.stride();
   j["window"] = predictor.window();
   j["calibrated"] = popt.score == "page" && predictor.model().calibration.has_value();
   if (o.json) std::printf("%s\n", j.dump().c_str());

@@ -15,7 +15,6 @@
 #include "diffnet/common.h"
 #include "diffnet/device.h"
 #include "diffnet/image_io.h"
-#include "diffnet/model.h"
 #include "diffnet/predict.h"
 
 namespace diffnet::cli {
@@ -90,7 +89,7 @@ std::vector<uint8_t> synthetic_page(int64_t width, int64_t height) {
 void run_bench(Predictor& predictor, int runs) {
   std::printf("benchmark: window %lld, batch %lld, %s, weights %s; %d timed runs after 1 warm-up\n",
               (long long)predictor.window(), (long long)predictor.options().batch,
-              device_description(parse_device(predictor.options().device)).c_str(), predictor.model().source.c_str(),
+              device_description(predictor.device()).c_str(), predictor.model().source.c_str(),
               runs);
   std::printf("%-22s %7s %7s %7s %9s %9s %9s %9s\n", "page (median ms)", "windows", "decode", "dct", "model",
               "total", "min total", "ms/window");
@@ -125,17 +124,10 @@ void run_bench(Predictor& predictor, int runs) {
 }
 
 void run(const PredictCli& o) {
-  LoadedModel lm;
-  if (!o.bench_preset.empty()) {
-    if (!o.bench || !o.weights.empty()) throw Error("--preset", "is for --bench without --weights (random weights)");
-    torch::manual_seed(0);
-    DiffNet model(model_preset(o.bench_preset));
-    lm.model = model.ptr();
-    lm.source = "random " + o.bench_preset;
-  } else {
-    lm = load_weights_or_random(o.weights);
-  }
-  Predictor predictor(std::move(lm), o.opt);
+  if (!o.bench_preset.empty() && (!o.bench || !o.weights.empty()))
+    throw Error("--preset", "is for --bench without --weights (random weights)");
+  Predictor predictor(o.bench_preset.empty() ? load_weights_or_random(o.weights) : random_model(o.bench_preset),
+                      o.opt);
   OverlayOptions overlay;
   overlay.floor = o.overlay_floor >= 0 ? o.overlay_floor : o.opt.threshold;
   if (!(overlay.floor < 1)) throw Error("--overlay-floor", "must be < 1");
