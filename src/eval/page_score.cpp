@@ -178,17 +178,25 @@ LogisticFit fit_logistic(const std::vector<double>& x, const std::vector<int>& y
   double pos = 0;
   for (size_t i = 0; i < n; ++i) pos += w[i] * (y[i] ? 1 : 0);
   const double rate = std::clamp(pos / wsum, 1e-6, 1 - 1e-6);
+  // Gradient (ga, gb) and Hessian (haa, hab, hbb) of the objective at (a, b).
+  struct Derivatives {
+    double ga = 0, gb = 0, haa = 0, hab = 0, hbb = 0;
+  };
+  auto derivatives = [&](double a, double b) {
+    Derivatives d;
+    for (size_t i = 0; i < n; ++i) {
+      const double p = sigmoid(a * x[i] + b), r = w[i] * (p - (y[i] ? 1.0 : 0.0)), v = w[i] * p * (1 - p);
+      d.ga += r * x[i], d.gb += r;
+      d.haa += v * x[i] * x[i], d.hab += v * x[i], d.hbb += v;
+    }
+    d.ga = d.ga / wsum + l2 * a, d.gb /= wsum;
+    d.haa = d.haa / wsum + l2, d.hab /= wsum, d.hbb /= wsum;
+    return d;
+  };
   double a = 0, b = std::log(rate / (1 - rate));
   double obj = objective(a, b);
   for (int it = 0; it < 200; ++it) {
-    double ga = 0, gb = 0, haa = 0, hab = 0, hbb = 0;
-    for (size_t i = 0; i < n; ++i) {
-      const double p = sigmoid(a * x[i] + b), r = w[i] * (p - (y[i] ? 1.0 : 0.0)), v = w[i] * p * (1 - p);
-      ga += r * x[i], gb += r;
-      haa += v * x[i] * x[i], hab += v * x[i], hbb += v;
-    }
-    ga = ga / wsum + l2 * a, gb /= wsum;
-    haa = haa / wsum + l2, hab /= wsum, hbb /= wsum;
+    const auto [ga, gb, haa, hab, hbb] = derivatives(a, b);
     const double det = haa * hbb - hab * hab;
     double da, db;
     if (det > 1e-300 && std::isfinite(det)) {
@@ -214,13 +222,8 @@ LogisticFit fit_logistic(const std::vector<double>& x, const std::vector<int>& y
   }
   if (!f.converged) {
     // Converged when the gradient is negligible at the final point.
-    double ga = 0, gb = 0;
-    for (size_t i = 0; i < n; ++i) {
-      const double r = w[i] * (sigmoid(a * x[i] + b) - (y[i] ? 1.0 : 0.0));
-      ga += r * x[i], gb += r;
-    }
-    ga = ga / wsum + l2 * a, gb /= wsum;
-    f.converged = std::sqrt(ga * ga + gb * gb) < 1e-8;
+    const Derivatives d = derivatives(a, b);
+    f.converged = std::sqrt(d.ga * d.ga + d.gb * d.gb) < 1e-8;
   }
   f.a = a, f.b = b;
   f.log_loss = nll(a, b);
