@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The one GPU entry point (issue 13): on a machine with an NVIDIA GPU, PyTorch (CUDA) and nvcc, in one run:
+# The one GPU entry point: on a machine with an NVIDIA GPU, PyTorch (CUDA) and nvcc, in one run:
 #   1. build the whole project (model, io, ops, data, train, eval, CLI; synth and serve off) with
 #      -DDIFFNET_CUDA=ON against the LibTorch inside PyTorch, Debian packages from .gpu/debs unpacked into
 #      .gpu/prefix (scripts/gpu-prepare.sh fetches them on the build machine);
@@ -203,7 +203,9 @@ bench() {
 }
 
 # SKIP_TABLE=1: a rerun that already has the model table and the operator benchmark.
-[ "${SKIP_TABLE:-0}" = 1 ] && DEADLINE_SAVED=$DEADLINE_S && DEADLINE_S=0
+if [ "${SKIP_TABLE:-0}" = 1 ]; then
+  note "model table and operator benchmark: skipped (SKIP_TABLE=1)"
+else
 step "benchmark: model table (median of 20 after 5 warm-up)"
 B768=(--preset base --size 768 --batch 1 --device cuda --iters 20 --warmup 5)
 bench base-768-infer-f32 "${B768[@]}" --mode infer
@@ -216,7 +218,7 @@ bench base-768-train-amp-fused "${B768[@]}" --mode train --amp --disc-impl fused
 bench base-768-train-amp-dense "${B768[@]}" --mode train --amp --disc-impl dense
 bench atto-768-infer-amp-graph --preset atto --size 768 --device cuda --iters 30 --warmup 5 --mode infer --amp --graph
 bench atto-256-train-b16-amp --preset atto --size 256 --batch 16 --device cuda --iters 20 --warmup 5 --mode train --amp
-[ "${SKIP_TABLE:-0}" = 1 ] && DEADLINE_S=$DEADLINE_SAVED
+fi
 step "training: atto on generated pages, 60 s, bf16 autocast"
 if [ -d "$ROOT/.gpu/data/images" ] && [ $(( $(date +%s) - T0 )) -lt $((DEADLINE_S + 30)) ]; then
   RUN=$BUILD/train-check

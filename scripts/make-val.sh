@@ -3,7 +3,8 @@
 #
 #   scripts/make-val.sh [RECEIPTS_DIR] [OUT_DIR] [DIFFNET]
 #
-# RECEIPTS_DIR  default ../shared/data/receipts (images/ID.jpg, boxes/ID.txt)
+# RECEIPTS_DIR  the real receipt scans (SROIE training release: images/ID.jpg, boxes/ID.txt, index.csv);
+#               not in this repository; default ../shared/data/receipts, where our machines keep it
 # OUT_DIR       default data/val (kept out of git; regenerate it with this script)
 # DIFFNET       default build/diffnet
 #
@@ -42,6 +43,16 @@ open(sys.argv[2], "wb").write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(
 PY
 }
 
+# take FROM DIR PREFIX: moves FROM's generated images and masks into DIR with PREFIX on their names.
+take() {
+  local from=$1 dir=$2 prefix=$3 f b
+  for f in "$from"/images/*; do
+    b=$(basename "$f")
+    mv "$f" "$dir/images/$prefix$b"
+    mv "$from/masks/${b%.*}.png" "$dir/masks/$prefix${b%.*}.png"
+  done
+}
+
 make_half() {  # make_half NAME SEED
   local name=$1 seed=$2 list=data/splits/receipts-val-$1.txt
   local dir=$OUT/receipts-$name tmp=$OUT/.work-$name
@@ -59,20 +70,12 @@ make_half() {  # make_half NAME SEED
   # Untouched but re-saved once, same output pipeline as the edits below.
   "$DIFFNET" synth --out "$tmp/resaved" --count "$n" --seed "$((seed + 50))" --sources "$tmp/src" \
       --pristine-prob 1 --q1-prob 0 --output-format mixed --q2 75-95 --quiet >/dev/null
-  for f in "$tmp"/resaved/images/*; do
-    local b; b=$(basename "$f")
-    mv "$f" "$dir/images/r-$b"
-    mv "$tmp/resaved/masks/${b%.*}.png" "$dir/masks/r-${b%.*}.png"
-  done
+  take "$tmp/resaved" "$dir" r-
   mv "$tmp/resaved/manifest.jsonl" "$dir/manifest-resaved.jsonl"
   "$DIFFNET" synth --out "$tmp/synth" --count $((2 * n)) --seed "$seed" --sources "$tmp/src" \
       --ops text:2,insert:2,copy-move:1 --max-edits 2 --pristine-prob 0 --q1-prob 0 \
       --output-format mixed --q2 75-95 --quiet >/dev/null
-  for f in "$tmp"/synth/images/*; do
-    local b; b=$(basename "$f")
-    mv "$f" "$dir/images/e-$b"
-    mv "$tmp/synth/masks/${b%.*}.png" "$dir/masks/e-${b%.*}.png"
-  done
+  take "$tmp/synth" "$dir" e-
   mv "$tmp/synth/manifest.jsonl" "$dir/manifest.jsonl"
   rm -rf "$tmp"
   echo "make-val: $dir: $n untouched + $n re-saved untouched + $((2 * n)) edited pages"
