@@ -1,5 +1,13 @@
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
+
+#include <set>
 
 #include "diffnet/common.h"
 #include "testing.h"
@@ -19,6 +27,74 @@ TEST(Common, AtomicWriteRoundTripAndReplace) {
   int n = 0;
   for (auto& e : std::filesystem::directory_iterator(dir)) (void)e, ++n;
   EXPECT_EQ(n, 1);
+}
+
+TEST(Common, StaleTempFilesOfDeadWritersAreRemoved) {
+  const std::string dir = testutil::temp_dir("common-stale");
+  // A pid that no longer runs: a child that exited and was reaped.
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ASSERT_GT(child, 0);
+  ::waitpid(child, nullptr, 0);
+  const std::string dead = std::to_string(child), mine = std::to_string(::getpid());
+  const std::vector<std::string> names = {"last.safetensors.tmp." + dead, "log.jsonl.tmp." + dead, "a.tmp." + mine,
+                                         "b.tmp.1", "c.tmp.abc", "keep.safetensors"};
+  for (const std::string& name : names)
+    std::ofstream(dir + "/" + name) << "x";
+  EXPECT_EQ(remove_stale_temp_files(dir), 2);
+  std::set<std::string> left;
+  for (auto& e : std::filesystem::directory_iterator(dir)) left.insert(e.path().filename().string());
+  // Ours, pid 1's (alive) and names that are not "<name>.tmp.<pid>" stay.
+  EXPECT_EQ(left, (std::set<std::string>{"a.tmp." + mine, "b.tmp.1", "c.tmp.abc", "keep.safetensors"}));
+  EXPECT_EQ(remove_stale_temp_files(dir + "/missing"), 0);
+}
+
+TEST(Common, AutoThreadsLeaveTheCoresOthersUse) {
+  const int usable = usable_cores();
+  ASSERT_GE(usable, 1);
+  EXPECT_LE(auto_threads(), usable);
+  EXPECT_GE(auto_threads(), 1);
+  // As many CPU-bound processes as usable cores: only one thread is left to us (the floor). Spinning
+  // children (not threads of ours) so that they count as other processes.
+  std::vector<pid_t> spinners;
+  for (int i = 0; i < usable; ++i) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+      volatile uint64_t x = 0;
+      while (std::chrono::steady_clock::now() < end) x = x + 1;
+      ::_exit(0);
+    }
+    ASSERT_GT(pid, 0);
+    spinners.push_back(pid);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const bool restricted = usable < static_cast<int>(std::thread::hardware_concurrency());
+  const int busy = auto_threads();
+  for (pid_t pid : spinners) ::kill(pid, SIGKILL), ::waitpid(pid, nullptr, 0);
+  if (restricted) EXPECT_EQ(busy, usable) << "inside a CPU restriction only the restriction counts";
+  else EXPECT_EQ(busy, 1);
+  // An explicit count is kept and never refreshed.
+  EXPECT_EQ(init_runtime(1), 1);
+  EXPECT_FALSE(threads_are_auto());
+  EXPECT_EQ(refresh_threads(), 1);
+  init_runtime(0);  // back to what the other tests run with
+}
+
+TEST(Common, Utf8ValidationAndHex) {
+  // Hand-made cases (RFC 3629): ASCII, 2/3/4-byte forms valid; stray continuation, truncated sequence,
+  // overlong "/", a UTF-16 surrogate and a code point above U+10FFFF invalid.
+  EXPECT_TRUE(is_valid_utf8("plain.jpg"));
+  EXPECT_TRUE(is_valid_utf8("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x93\x84"));
+  for (const std::string bad : {"\x80", "a\xC3", "\xC0\xAF", "\xED\xA0\x80", "\xF4\x90\x80\x80", "\xFF"})
+    EXPECT_FALSE(is_valid_utf8(bad)) << hex_bytes(bad);
+  EXPECT_EQ(valid_utf8("a\xFF" "b.jpg"), "a\xEF\xBF\xBD" "b.jpg");
+  EXPECT_EQ(valid_utf8("\xC3\xA9\xC3"), "\xC3\xA9\xEF\xBF\xBD");
+  EXPECT_EQ(valid_utf8("caf\xC3\xA9"), "caf\xC3\xA9");
+  EXPECT_EQ(hex_bytes(std::string("a\xFF\x00", 3)), "61ff00");
+  EXPECT_EQ(from_hex("61FF00"), std::string("a\xFF\x00", 3));
+  EXPECT_THROW(from_hex("6"), Error);
+  EXPECT_THROW(from_hex("zz"), Error);
 }
 
 TEST(Common, ReadErrorsNameTheFile) {

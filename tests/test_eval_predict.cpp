@@ -14,6 +14,7 @@
 #include "diffnet/image_io.h"
 #include "diffnet/model.h"
 #include "diffnet/predict.h"
+#include "diffnet/prediction_writer.h"
 #include "eval_testing.h"
 #include "testing.h"
 
@@ -267,6 +268,78 @@ TEST(EvalPredict, OptionErrors) {
   PredictOptions bad_merge;
   bad_merge.merge = "mean";
   EXPECT_THROW(Predictor(load_weights_or_random(tiny_model().path), bad_merge), Error);
+  // A bad train_size in the weights is the file's error (not a --window error).
+  for (const std::string ts : {"-256", "100", "0", "256px", "99999"}) {
+    const std::string path = testutil::temp_dir("bad-train-size") + "/w.safetensors";
+    save_model(tiny_model().model, path, at::kFloat, {{"train_size", ts}});
+    try {
+      load_weights_or_random(path);
+      ADD_FAILURE() << ts;
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(path + ": metadata train_size", 0), 0u) << e.what();
+    }
+  }
+}
+
+TEST(EvalPredict, WriterReplacesRecordsAndLeavesNothingHalfWritten) {
+  Predictor pred = make_predictor();
+  const std::string dir = testutil::temp_dir("writer") + "/out";
+  const std::string odd = "odd\xFF" "name.png";  // not UTF-8
+  {
+    PredictionWriter w(dir);
+    for (const std::string& name : std::vector<std::string>{"a.png", "b.png", odd}) {
+      Prediction p = pred.predict_bytes(encode_png(test_image(40, 50, 3)), name);
+      nlohmann::json rec = w.write(p, prediction_to_json(p, 0.5), w.base_name(name));
+      EXPECT_EQ(rec["outputs"]["prob"], dir + "/" + valid_utf8(file_stem(name)) + ".prob.png");
+    }
+    EXPECT_EQ(w.base_name("x/a.png"), "a.png") << "stem taken: the file name";
+    EXPECT_EQ(w.base_name("y/a.png"), "a.png_2");
+  }
+  auto records = [&] {
+    std::vector<nlohmann::json> out;
+    auto bytes = read_file(dir + "/predictions.jsonl");
+    for (const std::string& l : lines(std::string(bytes.begin(), bytes.end()))) out.push_back(nlohmann::json::parse(l));
+    return out;
+  };
+  std::vector<nlohmann::json> r = records();
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[2]["file"], "odd\xEF\xBF\xBD" "name.png");
+  EXPECT_EQ(r[2]["file_hex"], "6f6464ff6e616d652e706e67");  // "odd", 0xFF, "name.png" byte by byte
+  EXPECT_FALSE(r[0].contains("file_hex"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/odd\xFF" "name.prob.png"));
+  // A rerun replaces the records of its inputs in place (the odd name too) and keeps the others.
+  {
+    PredictionWriter w(dir);
+    for (const std::string& name : std::vector<std::string>{odd, "c.png", "a.png"}) {
+      Prediction p = pred.predict_bytes(encode_png(test_image(40, 50, 4)), name);
+      nlohmann::json rec = prediction_to_json(p, 0.5);
+      rec["run"] = 2;
+      w.write(p, rec, w.base_name(name));
+    }
+  }
+  r = records();
+  ASSERT_EQ(r.size(), 4u);
+  std::vector<std::string> files;
+  for (const auto& j : r) files.push_back(j["file"]);
+  EXPECT_EQ(files, (std::vector<std::string>{"a.png", "b.png", "odd\xEF\xBF\xBD" "name.png", "c.png"}));
+  EXPECT_EQ(r[0]["run"], 2);
+  EXPECT_FALSE(r[1].contains("run"));
+  EXPECT_EQ(r[2]["run"], 2);
+  // A fresh writer (eval) starts the file empty.
+  { PredictionWriter w(dir, PredictionWriterOptions{true, {}, /*fresh=*/true}); }
+  EXPECT_TRUE(records().empty());
+  // When the overlay cannot be written (a directory sits at its path) the prob map goes too and no record
+  // is stored.
+  std::filesystem::create_directories(dir + "/d.overlay.png/blocker");
+  {
+    PredictionWriter w(dir);
+    Prediction p = pred.predict_bytes(encode_png(test_image(40, 50, 5)), "d.png");
+    EXPECT_THROW(w.write(p, prediction_to_json(p, 0.5), "d"), Error);
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir + "/d.prob.png"));
+  EXPECT_TRUE(records().empty());
+  for (auto& e : std::filesystem::directory_iterator(dir))
+    EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << e.path();
 }
 
 #ifdef DIFFNET_TEST_HAVE_DATA
@@ -361,14 +434,14 @@ TEST(EvalPredict, CliWritesMapsOverlaysAndRecords) {
                     read_file(out + "/predictions.jsonl").size());
   EXPECT_EQ(lines(jsonl).size(), 2u);
 
-  // The table names each file; a second run appends to predictions.jsonl.
+  // The table names each file; a second run replaces its record in predictions.jsonl.
   testutil::CliResult t = testutil::run_cli("predict '" + in + "/a.png' --weights '" + tiny_model().path + "' --out '" +
                                             out + "' --table");
   EXPECT_EQ(t.exit_code, 0) << t.err;
   EXPECT_NE(t.out.find("regions"), std::string::npos);
   EXPECT_NE(t.out.find("a.png"), std::string::npos);
   auto again = read_file(out + "/predictions.jsonl");
-  EXPECT_EQ(lines(std::string(again.begin(), again.end())).size(), 3u);
+  EXPECT_EQ(lines(std::string(again.begin(), again.end())).size(), 2u);
 }
 
 TEST(EvalPredict, DefaultWeightsLookup) {

@@ -375,6 +375,36 @@ TEST(IoImage, BadInputGivesOneLineErrors) {
   expect_error([] { read_jpeg_coefficients(io("small.png")); }, "small.png", "not a JPEG");
 }
 
+TEST(IoImage, RecoverableJpegWarningsAreCollectedWhenAsked) {
+  // Stray bytes before the second scan of a progressive file (cjpeg -progressive): libjpeg skips them
+  // and still decodes every pixel, as viewers do. Strict decoding refuses the file; with a warnings list
+  // the pixels and coefficients equal those of the clean file and the warning is reported once.
+  const auto prog = bytes_of(io("small_prog.jpg"));
+  std::vector<size_t> sos;
+  for (size_t i = 2; i + 1 < prog.size(); ++i)
+    if (prog[i] == 0xFF && prog[i + 1] == 0xDA) sos.push_back(i);
+  ASSERT_GE(sos.size(), 2u) << "a progressive file has several scans";
+  auto stray = prog;
+  stray.insert(stray.begin() + static_cast<std::ptrdiff_t>(sos[1]), {0x00, 0x01, 0x02});
+  expect_error([&] { decode_image_bytes(stray, "stray.jpg"); }, "stray.jpg", "extraneous bytes");
+  std::vector<std::string> warnings;
+  DecodeOptions lenient;
+  lenient.warnings = &warnings;
+  EXPECT_TRUE(at::equal(decode_image_bytes(stray, "stray.jpg", lenient), decode_image_bytes(prog, "clean")));
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("3 extraneous bytes"), std::string::npos) << warnings[0];
+  const JpegCoefficients a = read_jpeg_coefficients_bytes(stray, "stray.jpg", lenient);
+  const JpegCoefficients b = read_jpeg_coefficients_bytes(prog, "clean");
+  EXPECT_TRUE(at::equal(a.coef, b.coef));
+  EXPECT_EQ(warnings.size(), 1u) << "the same warning is not repeated";
+  // Missing data stays an error even when warnings are collected.
+  const std::vector<uint8_t> half(prog.begin(), prog.begin() + static_cast<std::ptrdiff_t>(prog.size() / 2));
+  expect_error([&] { decode_image_bytes(half, "half.jpg", lenient); }, "half.jpg", "JPEG");
+  const auto jpeg = bytes_of(io("small_420.jpg"));
+  const std::vector<uint8_t> no_eoi(jpeg.begin(), jpeg.end() - 2);
+  expect_error([&] { decode_image_bytes(no_eoi, "noeoi.jpg", lenient); }, "noeoi.jpg", "Premature end");
+}
+
 TEST(IoImage, MaxPixelsRefusedBeforeDecoding) {
   DecodeOptions small;
   small.max_pixels = 61 * 45 - 1;

@@ -1,6 +1,8 @@
 // Weights files (save/load, strict errors), the ConvNeXt-V2 checkpoint importer and the model CLI commands.
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+
 #include "diffnet/common.h"
 #include "diffnet/model.h"
 #include "diffnet/safetensors.h"
@@ -208,6 +210,36 @@ TEST(ModelWeights, StrictLoadErrorsNameTheTensor) {
                    {{"format", "diffnet"}, {"config", R"({"kernel_size": 7, "colour": "red"})"}});
   EXPECT_NE(error_of([&] { load_model(dir + "/badcfg.safetensors"); }).find("unknown field 'colour'"),
             std::string::npos);
+}
+
+TEST(ModelWeights, DamagedFilesAreRefusedBeforeUse) {
+  const std::string dir = testutil::temp_dir("model-weights-damaged");
+  DiffNet m(small_config());
+  const std::string good = dir + "/good.safetensors";
+  save_model(m, good, at::kFloat);
+  SafeTensors st = load_safetensors(good);
+  // One NaN and one infinity: errors naming the file and the tensor, whatever the stored dtype.
+  for (const auto& [value, dtype] : {std::pair{NAN, at::kFloat}, std::pair{INFINITY, at::kHalf}}) {
+    auto tensors = st.tensors;
+    at::Tensor t = tensors.at("decoder.head.0.weight").clone();
+    t.view(-1)[3] = value;
+    tensors["decoder.head.0.weight"] = t.to(dtype);
+    const std::string path = dir + "/nan.safetensors";
+    save_safetensors(path, tensors, st.metadata);
+    const std::string e = error_of([&] { load_model(path); });
+    EXPECT_NE(e.find(path + ": tensor 'decoder.head.0.weight' has non-finite values"), std::string::npos) << e;
+  }
+  // Absurd dims in the config: refused from the file's tensor count, before building the model
+  // (8 * depth * dim^2 lower bound: 8 * 2 * 100000^2 = 1.6e11 parameters, the file holds far fewer).
+  nlohmann::json cfg = nlohmann::json::parse(st.metadata.at("config"));
+  cfg["dims"] = {100000, 100000, 100000, 100000};
+  auto meta = st.metadata;
+  meta["config"] = cfg.dump();
+  const std::string huge = dir + "/huge.safetensors";
+  save_safetensors(huge, st.tensors, meta);
+  const std::string e = error_of([&] { load_model(huge); });
+  EXPECT_NE(e.find(huge + ": model config dims [100000, 100000, 100000, 100000] need at least"), std::string::npos)
+      << e;
 }
 
 TEST(ModelWeights, ImportTimmConvMlpLayoutAtto) {

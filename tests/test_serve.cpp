@@ -1,13 +1,20 @@
 // `diffnet serve`: a server on an ephemeral port in a thread, exercised with httplib's client.
 #include <httplib.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <mutex>
 #include <thread>
 
 #include "diffnet/common.h"
 #include "diffnet/image_io.h"
 #include "diffnet/serve.h"
 #include "eval_testing.h"
+#include "serve/admission.h"
 #include "testing.h"
 
 using namespace diffnet;
@@ -38,16 +45,19 @@ std::vector<uint8_t> base64_decode(const std::string& s) {
   return out;
 }
 
+ServeOptions test_options(size_t max_upload) {
+  ServeOptions o;
+  o.port = 0;
+  o.max_upload_bytes = max_upload;
+  return o;
+}
+
 struct RunningServer {
   Server server;
   std::thread thread;
-  RunningServer(size_t max_upload)
-      : server(Predictor(load_weights_or_random(testutil::tiny_model().path), PredictOptions{}), [&] {
-          ServeOptions o;
-          o.port = 0;
-          o.max_upload_bytes = max_upload;
-          return o;
-        }()) {
+  explicit RunningServer(size_t max_upload) : RunningServer(test_options(max_upload)) {}
+  explicit RunningServer(const ServeOptions& o)
+      : server(Predictor(load_weights_or_random(testutil::tiny_model().path), PredictOptions{}), o) {
     server.bind();
     thread = std::thread([this] { server.listen(); });
   }
@@ -58,6 +68,37 @@ struct RunningServer {
 };
 
 nlohmann::json body_json(const httplib::Result& r) { return nlohmann::json::parse(r->body); }
+
+// GET /health until the server answers (listen() starts in another thread).
+httplib::Result wait_health(httplib::Client& cli) {
+  auto health = cli.Get("/health");
+  for (int i = 0; i < 100 && !health; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    health = cli.Get("/health");
+  }
+  return health;
+}
+
+// A raw TCP client on 127.0.0.1:port (for clients that misbehave); -1 on failure. Reads time out after 10 s.
+int raw_connect(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(uint16_t(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  timeval tv{10, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+double ms_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
 
 }  // namespace
 
@@ -166,4 +207,152 @@ TEST(Serve, PredictHealthPageAndErrors) {
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 404);
   EXPECT_TRUE(body_json(r).contains("error"));
+}
+
+TEST(Serve, AdmissionIsFifoBoundedAndCostAware) {
+  using namespace std::chrono;
+  using Outcome = serve::Admission::Outcome;
+  serve::Admission a(/*slots=*/1, /*max_waiting=*/2, /*max_pixels=*/1000);
+  const auto far = steady_clock::now() + seconds(60);
+  auto wait_for = [&](int waiting) {
+    for (int i = 0; i < 500 && a.stats().waiting != waiting; ++i) std::this_thread::sleep_for(milliseconds(2));
+    ASSERT_EQ(a.stats().waiting, waiting);
+  };
+  serve::Admission::Ticket first = a.acquire(100, far);
+  ASSERT_EQ(first.outcome, Outcome::kRun);
+  EXPECT_EQ(first.slot, 0);
+  // Two waiters, in arrival order; a third request finds the queue full.
+  std::vector<int> order;
+  std::mutex om;
+  auto waiter = [&](int id) {
+    serve::Admission::Ticket t = a.acquire(100, far);
+    EXPECT_EQ(t.outcome, Outcome::kRun);
+    {
+      std::lock_guard<std::mutex> l(om);
+      order.push_back(id);
+    }
+    std::this_thread::sleep_for(milliseconds(20));
+    a.release(t);
+  };
+  std::thread w1(waiter, 1);
+  wait_for(1);
+  std::thread w2(waiter, 2);
+  wait_for(2);
+  serve::Admission::Ticket full = a.acquire(100, far);
+  EXPECT_EQ(full.outcome, Outcome::kQueueFull);
+  EXPECT_EQ(full.waiting_ahead, 2);
+  EXPECT_EQ(a.stats().pixels, 300);
+  a.release(first);
+  w1.join();
+  w2.join();
+  EXPECT_EQ(order, (std::vector<int>{1, 2}));
+  EXPECT_EQ(a.stats().pixels, 0);
+  // Cost: 600 pixels running, 500 more would exceed the budget of 1000, 400 fit (and wait).
+  serve::Admission::Ticket big = a.acquire(600, far);
+  ASSERT_EQ(big.outcome, Outcome::kRun);
+  EXPECT_EQ(a.acquire(500, far).outcome, Outcome::kTooManyPixels);
+  // Deadline: a waiter gives up after its deadline and leaves the queue and the budget.
+  const auto t0 = steady_clock::now();
+  EXPECT_EQ(a.acquire(400, steady_clock::now() + milliseconds(80)).outcome, Outcome::kTimedOut);
+  EXPECT_GE(ms_since(t0), 79.0);
+  EXPECT_EQ(a.stats().waiting, 0);
+  EXPECT_EQ(a.stats().pixels, 600);
+  a.release(big);
+  // Alone, a request above the whole budget still runs (the decoder's pixel limit bounds it).
+  serve::Admission::Ticket huge = a.acquire(5000, far);
+  EXPECT_EQ(huge.outcome, Outcome::kRun);
+  a.release(huge);
+  // stop() wakes a waiter.
+  serve::Admission::Ticket hold = a.acquire(10, far);
+  ASSERT_EQ(hold.outcome, Outcome::kRun);
+  std::thread stopped([&] { EXPECT_EQ(a.acquire(1, far).outcome, Outcome::kStopped); });
+  wait_for(1);
+  a.stop();
+  stopped.join();
+  a.release(hold);
+  EXPECT_EQ(a.acquire(1, far).outcome, Outcome::kStopped) << "nothing is admitted after stop()";
+}
+
+TEST(Serve, SlowClientsDoNotStallHealthAndAreDropped) {
+  ServeOptions o = test_options(1 << 20);
+  o.read_timeout_s = 1;
+  RunningServer rs(o);
+  httplib::Client cli("127.0.0.1", rs.server.port());
+  cli.set_read_timeout(60, 0);
+  ASSERT_TRUE(wait_health(cli));
+  // 20 clients that start a request and then send nothing more (1 byte/s or slower).
+  std::vector<int> slow;
+  for (int i = 0; i < 20; ++i) {
+    int fd = raw_connect(rs.server.port());
+    ASSERT_GE(fd, 0);
+    const std::string head = "POST /predict HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\nabc";
+    ASSERT_EQ(::send(fd, head.data(), head.size(), 0), ssize_t(head.size()));
+    slow.push_back(fd);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  httplib::Client fresh("127.0.0.1", rs.server.port());
+  auto t0 = std::chrono::steady_clock::now();
+  auto health = fresh.Get("/health");
+  const double health_ms = ms_since(t0);
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  EXPECT_LT(health_ms, 1000.0) << "target < 50 ms on an idle machine";
+  // A normal request is served meanwhile.
+  const std::vector<uint8_t> png = encode_png(testutil::test_page(40, 40, 3));
+  auto r = fresh.Post("/predict", reinterpret_cast<const char*>(png.data()), png.size(), "image/png");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  // The silent clients are dropped after the read timeout (1 s): the server closes their connections.
+  t0 = std::chrono::steady_clock::now();
+  for (int fd : slow) {
+    char buf[512];
+    ssize_t n;
+    while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) {  // a 408/400 answer, if any, then the close
+    }
+    EXPECT_EQ(n, 0) << "closed by the server, not timed out here";
+    ::close(fd);
+  }
+  EXPECT_LT(ms_since(t0), 8000.0);
+}
+
+TEST(Serve, FullQueueAnswers503WithRetryAfter) {
+  ServeOptions o = test_options(64 << 20);
+  o.max_queue = 0;  // nothing waits: a second request while one runs is refused at once
+  RunningServer rs(o);
+  httplib::Client cli("127.0.0.1", rs.server.port());
+  cli.set_read_timeout(300, 0);
+  ASSERT_TRUE(wait_health(cli));
+  const std::vector<uint8_t> slow_png = encode_png(testutil::test_page(1536, 1536, 4));
+  std::thread first([&] {
+    httplib::Client c("127.0.0.1", rs.server.port());
+    c.set_read_timeout(300, 0);
+    auto r = c.Post("/predict", reinterpret_cast<const char*>(slow_png.data()), slow_png.size(), "image/png");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+  });
+  bool saw_running = false;
+  for (int i = 0; i < 2000 && !saw_running; ++i) {
+    auto h = cli.Get("/health");
+    saw_running = h && body_json(h)["running"] == 1;
+    if (!saw_running) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(saw_running);
+  const std::vector<uint8_t> png = encode_png(testutil::test_page(40, 40, 3));
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = cli.Post("/predict", reinterpret_cast<const char*>(png.data()), png.size(), "image/png");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 503) << r->body;
+  EXPECT_LT(ms_since(t0), 1000.0);
+  ASSERT_TRUE(r->has_header("Retry-After"));
+  EXPECT_GE(std::stoi(r->get_header_value("Retry-After")), 1);
+  EXPECT_NE(body_json(r)["error"].get<std::string>().find("queue full"), std::string::npos);
+  first.join();
+  // Refused images never enter the queue: a non-image is a 400 even while busy.
+  auto bad = cli.Post("/predict", "not an image", "application/octet-stream");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+  // A name that is not UTF-8 is a 400, never a 500.
+  auto odd = cli.Post("/predict?name=a%FFb.png", reinterpret_cast<const char*>(png.data()), png.size(), "image/png");
+  ASSERT_TRUE(odd);
+  EXPECT_EQ(odd->status, 400) << odd->body;
 }

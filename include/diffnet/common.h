@@ -19,9 +19,21 @@ class Error : public std::runtime_error {
 };
 
 // Sets the intra-op thread count used by LibTorch and our OpenMP kernels.
-// threads <= 0 means: $DIFFNET_THREADS if set, else the number of hardware threads.
+// threads <= 0 means: $DIFFNET_THREADS if set, else auto_threads() (re-checked by refresh_threads()).
 // Returns the count in effect. Call once at program start (the CLI and tests do).
 int init_runtime(int threads = 0);
+// Cores this process may use: its CPU affinity, capped by a cgroup v2 CPU quota.
+int usable_cores();
+// The automatic thread count: usable_cores() minus the threads other processes keep runnable right now
+// (/proc/stat procs_running less our own running threads, median of 3 samples), at least 1. On a busy
+// machine more threads than free cores make every parallel region wait for a descheduled thread.
+// Within a CPU restriction (affinity or quota smaller than the machine) the restriction alone counts.
+int auto_threads();
+// When init_runtime chose the count automatically, applies auto_threads() again (long batches call it
+// between inputs, so a job that starts beside us is noticed). Returns the count in effect.
+int refresh_threads();
+// True when init_runtime chose the thread count itself (no -t, no $DIFFNET_THREADS).
+bool threads_are_auto();
 
 // Whole file as bytes; throws Error(path, reason) when it cannot be read.
 std::vector<uint8_t> read_file(const std::string& path);
@@ -33,6 +45,10 @@ inline void write_file_atomic(const std::string& path, const std::vector<uint8_t
   write_file_atomic(path, bytes.data(), bytes.size());
 }
 
+// Removes the temp files that write_file_atomic left in `dir` (not recursive) when its process was
+// killed mid-write ("<name>.tmp.<pid>" whose process no longer runs). Returns how many were removed.
+int remove_stale_temp_files(const std::string& dir);
+
 // Creates a directory and its parents (no error if it exists).
 void make_dirs(const std::string& path);
 
@@ -41,6 +57,14 @@ std::string file_extension(const std::string& path);
 
 // File name without directory and without the last extension ("a/b/c.png" -> "c").
 std::string file_stem(const std::string& path);
+
+// Text for JSON: s with every byte that is not part of valid UTF-8 replaced by U+FFFD (file names on
+// POSIX are bytes; a JSON writer must not fail on them after the work is done).
+std::string valid_utf8(const std::string& s);
+bool is_valid_utf8(const std::string& s);
+// Bytes as lower-case hex ("ab" -> "6162") and back (Error for odd length or a non-hex digit).
+std::string hex_bytes(const std::string& s);
+std::string from_hex(const std::string& hex);
 
 // Monotonic seconds since an arbitrary origin.
 double now_seconds();

@@ -2,7 +2,8 @@
 // Pixels are at::Tensor uint8 (H, W, 3) RGB, contiguous; masks are uint8 (H, W).
 // Every failure throws diffnet::Error("<file>: <reason>") — never a crash, never a partial image:
 // libjpeg/libpng errors and libjpeg's corrupt-data warnings (premature end, bad Huffman code, stray
-// markers) are errors. Policies (EXIF, CMYK, alpha, 16-bit, quality estimate): docs/io.md.
+// markers) are errors, unless DecodeOptions::warnings collects the recoverable ones (stray bytes, lost
+// restart markers: every pixel is still decoded). Policies (EXIF, CMYK, alpha, 16-bit): docs/io.md.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -20,6 +21,10 @@ struct DecodeOptions {
   bool apply_exif_orientation = false;
   // Refuse images with more pixels than this before allocating anything (default 100 MP; <= 0: no limit).
   int64_t max_pixels = 100'000'000;
+  // When set, recoverable JPEG corrupt-data warnings (extraneous bytes before a marker, a resynchronised
+  // restart marker, an inconsistent scan sequence) are appended here, one line per kind, and decoding goes
+  // on as an image viewer would; when null they are errors. Missing or undecodable data is always an error.
+  std::vector<std::string>* warnings = nullptr;
 };
 
 // Facts about an image file, read from its header (cheap; no full decode).
@@ -39,6 +44,8 @@ struct ImageInfo {
 
 // Sniffs the format from the bytes (not the extension). Refuses images over opt.max_pixels too.
 ImageInfo read_image_info(const std::string& path, const DecodeOptions& opt = {});
+ImageInfo read_image_info_bytes(const std::vector<uint8_t>& bytes, const std::string& name,
+                                const DecodeOptions& opt = {});
 
 // Decodes JPEG or PNG to RGB uint8 (H, W, 3). Gray is replicated, alpha is composited over white,
 // 16-bit is rounded to 8-bit (round(v / 257)), palettes are expanded, PNG gamma/ICC are ignored.

@@ -159,12 +159,14 @@ struct Prediction {
   int64_t jpeg_quality = -1;       // estimated IJG quality of the table used (-1: none, all-ones table)
   int64_t window = 0, stride = 0, num_windows = 0;
   std::string merge;               // "blend" | "max"
+  std::vector<std::string> warnings;  // recoverable problems of the input file (e.g. stray JPEG bytes)
   PredictTimings timings;
 };
 
 // The JSON record of one prediction: file, width, height, image_score, score_kind, decision, threshold,
-// regions, page_stats, window_max, dct_source, jpeg_quality, window, stride, merge, num_windows,
-// timings_ms {decode, dct, model, total}.
+// regions, page_stats, window_max, dct_source, jpeg_quality, window, stride, merge, num_windows, warnings,
+// timings_ms {decode, dct, model, total}. A file name that is not UTF-8 is written with U+FFFD for each
+// bad byte, plus "file_hex": the name's exact bytes in hex.
 nlohmann::json prediction_to_json(const Prediction& p, double threshold);
 
 // The model plus where it came from.

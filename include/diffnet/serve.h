@@ -2,9 +2,13 @@
 //   POST /predict   image bytes as the body, or multipart/form-data with a field "file";
 //                   ?maps=1 adds base64 PNGs of the probability map and the overlay. Returns the JSON
 //                   record of `diffnet predict` (file = the upload's name, or "upload").
-//   GET  /health    {"status": "ok", "weights": ..., "window": R}
+//   GET  /health    {"status": "ok", "weights": ..., "window": R, "workers", "running", "waiting"}
 //   GET  /          a minimal HTML page: upload an image, see the overlay and the record.
-// Errors are JSON {"error": "<message>"} with 400 (bad image/request), 404, 413 (too large), 500.
+// Errors are JSON {"error": "<message>"} with 400 (bad image/request), 404, 413 (too large), 500, and
+// 503 + Retry-After when the inference queue is full, its pixel budget is spent or a request waited longer
+// than its deadline. Inference runs in `workers` slots behind a bounded FIFO queue (src/serve/admission.h);
+// connections are served by many more threads, with read and keep-alive timeouts, so slow or idle clients
+// and queued requests never hold up /health or the page.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +24,12 @@ struct ServeOptions {
   std::string host = "127.0.0.1";
   int port = 8080;                              // 0: any free port (see Server::port())
   size_t max_upload_bytes = 32u * 1024 * 1024;  // larger bodies get 413 (pixel limit: PredictOptions)
+  int max_queue = 8;                            // requests that may wait for a slot; more get 503
+  int64_t max_queued_pixels = 200'000'000;      // pixels of running + waiting requests; more get 503
+  double request_timeout_s = 120;               // longest wait for a slot; then 503
+  int read_timeout_s = 10;                      // a client silent this long while sending is dropped
+  int keep_alive_timeout_s = 5;                 // an idle keep-alive connection is closed after this
+  int connection_threads = 64;                  // at least workers + max_queue + 4
 };
 
 // Standard base64 (RFC 4648, with '=' padding).
@@ -27,8 +37,10 @@ std::string base64_encode(const std::vector<uint8_t>& bytes);
 
 class Server {
  public:
-  // The predictor is shared by all requests and used under a mutex (one inference at a time).
+  // One inference slot.
   Server(Predictor predictor, ServeOptions options);
+  // One slot per predictor (each with its own model: `diffnet serve --workers N`).
+  Server(std::vector<Predictor> slots, ServeOptions options);
   ~Server();
 
   // Binds host:port (port 0: an ephemeral one); throws Error when the address cannot be bound.

@@ -2,11 +2,16 @@
 
 #include <ATen/Parallel.h>
 #include <fcntl.h>
+#include <sched.h>
+#include <sys/sysinfo.h>
+#include <signal.h>
 #include <omp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <chrono>
 #include <ctime>
 #include <cstdio>
@@ -18,15 +23,98 @@
 
 namespace diffnet {
 
+namespace {
+
+bool g_auto_threads = false;  // init_runtime chose the thread count itself: refresh_threads() may change it
+int g_threads = 0;
+
+void apply_threads(int threads) {
+  if (threads == g_threads) return;
+  at::set_num_threads(threads);
+  omp_set_num_threads(threads);
+  g_threads = threads;
+}
+
+// Runnable threads of the whole system right now (/proc/stat "procs_running"); -1 when unknown.
+int procs_running() {
+  std::ifstream in("/proc/stat");
+  for (std::string key; in >> key;) {
+    if (key == "procs_running") {
+      int n = -1;
+      in >> n;
+      return n;
+    }
+    in.ignore(1 << 20, '\n');
+  }
+  return -1;
+}
+
+// Threads of this process that are running or runnable (state R in /proc/self/task/*/stat).
+int own_running_threads() {
+  int n = 0;
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    std::ifstream in(task.path() / "stat");
+    std::string line;
+    std::getline(in, line);
+    const size_t close = line.rfind(')');  // the name may contain spaces and parentheses
+    if (close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'R') ++n;
+  }
+  return std::max(n, 1);
+}
+
+// CPU limit of a cgroup v2 quota (cpu.max "QUOTA PERIOD"), rounded up; 0 when there is none.
+int cgroup_cpu_limit() {
+  std::ifstream in("/sys/fs/cgroup/cpu.max");
+  std::string quota;
+  double period = 0;
+  if (!(in >> quota >> period) || quota == "max" || period <= 0) return 0;
+  return std::max(1, int(std::ceil(std::atof(quota.c_str()) / period)));
+}
+
+}  // namespace
+
+int usable_cores() {
+  int n = 0;
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) n = CPU_COUNT(&set);
+  if (n <= 0) n = static_cast<int>(std::thread::hardware_concurrency());
+  if (const int limit = cgroup_cpu_limit(); limit > 0) n = std::min(n, limit);
+  return std::max(n, 1);
+}
+
+int auto_threads() {
+  const int usable = usable_cores();
+  // Restricted by affinity or a quota (a container): trust the restriction; the system-wide run queue
+  // counts processes outside it.
+  if (usable < get_nprocs()) return usable;
+  int samples[3];
+  for (int& s : samples) {
+    s = procs_running();
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
+  }
+  std::sort(samples, samples + 3);
+  if (samples[1] < 0) return usable;
+  const int others = std::max(0, samples[1] - own_running_threads());
+  return std::clamp(usable - others, 1, usable);
+}
+
 int init_runtime(int threads) {
   if (threads <= 0) {
     if (const char* env = std::getenv("DIFFNET_THREADS")) threads = std::atoi(env);
   }
-  if (threads <= 0) threads = static_cast<int>(std::thread::hardware_concurrency());
-  if (threads <= 0) threads = 1;
-  at::set_num_threads(threads);
-  omp_set_num_threads(threads);
+  g_auto_threads = threads <= 0;
+  if (g_auto_threads) threads = auto_threads();
+  g_threads = 0;
+  apply_threads(threads);
   return threads;
+}
+
+bool threads_are_auto() { return g_auto_threads; }
+
+int refresh_threads() {
+  if (g_auto_threads) apply_threads(auto_threads());
+  return g_threads;
 }
 
 std::vector<uint8_t> read_file(const std::string& path) {
@@ -81,6 +169,23 @@ void write_file_atomic(const std::string& path, const void* data, size_t size) {
   }
 }
 
+int remove_stale_temp_files(const std::string& dir) {
+  std::error_code ec;
+  int removed = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const size_t at = name.rfind(".tmp.");
+    if (at == std::string::npos || at + 5 >= name.size()) continue;
+    const std::string pid = name.substr(at + 5);
+    if (pid.find_first_not_of("0123456789") != std::string::npos || pid.size() > 9) continue;
+    const pid_t p = static_cast<pid_t>(std::stol(pid));
+    if (p == ::getpid() || ::kill(p, 0) == 0 || errno != ESRCH) continue;  // its writer still runs
+    std::error_code rm;
+    if (std::filesystem::remove(entry.path(), rm)) ++removed;
+  }
+  return removed;
+}
+
 void make_dirs(const std::string& path) {
   std::error_code ec;
   std::filesystem::create_directories(path, ec);
@@ -95,6 +200,78 @@ std::string file_extension(const std::string& path) {
 }
 
 std::string file_stem(const std::string& path) { return std::filesystem::path(path).stem().string(); }
+
+namespace {
+
+// Length of the valid UTF-8 sequence starting at s[i] (1..4), or 0 when it is not one (overlong forms,
+// surrogates and code points above U+10FFFF are invalid, RFC 3629).
+size_t utf8_sequence(const std::string& s, size_t i) {
+  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = b(i);
+  if (c < 0x80) return 1;
+  size_t n;
+  uint32_t cp;
+  if ((c & 0xE0) == 0xC0) n = 2, cp = c & 0x1F;
+  else if ((c & 0xF0) == 0xE0) n = 3, cp = c & 0x0F;
+  else if ((c & 0xF8) == 0xF0) n = 4, cp = c & 0x07;
+  else return 0;
+  if (i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    if ((b(i + k) & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (b(i + k) & 0x3F);
+  }
+  static const uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < kMin[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  return n;
+}
+
+}  // namespace
+
+bool is_valid_utf8(const std::string& s) {
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = utf8_sequence(s, i);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+std::string valid_utf8(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = utf8_sequence(s, i);
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";  // U+FFFD
+      ++i;
+    } else {
+      out.append(s, i, n);
+      i += n;
+    }
+  }
+  return out;
+}
+
+std::string hex_bytes(const std::string& s) {
+  static const char* kDigits = "0123456789abcdef";
+  std::string out;
+  out.reserve(2 * s.size());
+  for (unsigned char c : s) out += kDigits[c >> 4], out += kDigits[c & 15];
+  return out;
+}
+
+std::string from_hex(const std::string& hex) {
+  if (hex.size() % 2) throw Error("hex", "odd number of digits");
+  const auto digit = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    throw Error("hex", std::string("not a hex digit: '") + c + "'");
+  };
+  std::string out;
+  for (size_t i = 0; i < hex.size(); i += 2) out += static_cast<char>(digit(hex[i]) * 16 + digit(hex[i + 1]));
+  return out;
+}
 
 double now_seconds() {
   using namespace std::chrono;

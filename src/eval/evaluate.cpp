@@ -1,5 +1,4 @@
 #include <cstdio>
-#include <fstream>
 #include <memory>
 
 #include "diffnet/common.h"
@@ -7,32 +6,33 @@
 #include "diffnet/eval.h"
 #include "diffnet/image_io.h"
 #include "diffnet/predict.h"
+#include "diffnet/prediction_writer.h"
 
 namespace diffnet {
 
 EvalMetrics evaluate_dataset(Predictor& predictor, const EvalOptions& opt) {
   std::vector<DatasetItem> items = list_dataset(opt.data);
   if (items.empty()) throw Error(opt.data, "dataset is empty");
-  std::unique_ptr<std::ofstream> jsonl;
+  std::unique_ptr<PredictionWriter> writer;
   if (!opt.save_pred_dir.empty()) {
-    make_dirs(opt.save_pred_dir);
-    std::string path = opt.save_pred_dir + "/predictions.jsonl";
-    jsonl = std::make_unique<std::ofstream>(path, std::ios::trunc);
-    if (!*jsonl) throw Error(path, "cannot open for writing");
+    PredictionWriterOptions wo;
+    wo.overlays = false;
+    wo.fresh = true;  // predictions.jsonl describes this run
+    writer = std::make_unique<PredictionWriter>(opt.save_pred_dir, wo);
   }
   MetricsAccumulator acc;
   Progress progress("eval", int64_t(items.size()), opt.quiet);
   double spent_s = 0;
   for (const DatasetItem& item : items) {
+    refresh_threads();
     LoadedItem li = load_item(item);
     Prediction p = predictor.predict_rgb(li.rgb, li.image_bytes, li.id);
     at::Tensor u8 = prob_to_u8(p.prob);
     acc.add(u8, li.mask, p.image_score, li.id);
-    if (jsonl) {
-      write_png(opt.save_pred_dir + "/" + li.id + ".prob.png", u8);
+    if (writer) {
       nlohmann::json rec = prediction_to_json(p, predictor.options().threshold);
       rec["label"] = li.tampered() ? 1 : 0;
-      *jsonl << rec.dump() << "\n";
+      writer->write(p, std::move(rec), li.id);  // <id>.prob.png: what `diffnet score` reads
     }
     spent_s += p.timings.total_ms / 1e3;
     char extra[64];

@@ -19,6 +19,7 @@
 namespace diffnet {
 
 constexpr int64_t kDefaultWindow = 512;
+constexpr int64_t kMaxTrainSize = 4096;  // larger windows are not a training size anyone uses
 
 std::string default_weights_path() {
   if (const char* env = std::getenv("DIFFNET_WEIGHTS"); env && *env) return env;
@@ -34,11 +35,19 @@ LoadedModel load_from_file(const std::string& path) {
   lm.model = model.ptr();
   lm.source = path;
   if (auto it = meta.find("train_size"); it != meta.end()) {
+    // The default window: a positive multiple of 32 the model can run (checked here, so a bad value is
+    // reported as the file's, not as a --window error).
+    size_t used = 0;
     try {
-      lm.train_size = std::stoll(it->second);
+      lm.train_size = std::stoll(it->second, &used);
     } catch (const std::exception&) {
-      throw Error(path, "metadata train_size '" + it->second + "' is not an integer");
+      used = 0;
     }
+    if (used == 0 || used != it->second.size())
+      throw Error(path, "metadata train_size '" + it->second + "' is not an integer");
+    if (lm.train_size < 32 || lm.train_size > kMaxTrainSize || lm.train_size % 32 != 0)
+      throw Error(path, "metadata train_size " + it->second + " must be a multiple of 32 in [32, " +
+                            std::to_string(kMaxTrainSize) + "]");
   }
   if (auto it = meta.find(kCalibrationKey); it != meta.end()) {
     nlohmann::json j = nlohmann::json::parse(it->second, nullptr, /*allow_exceptions=*/false);
@@ -119,9 +128,14 @@ Prediction Predictor::predict_bytes(const std::vector<uint8_t>& bytes, const std
   double t0 = now_seconds();
   DecodeOptions dopt;
   dopt.max_pixels = impl_->opt.max_pixels;
+  std::vector<std::string> warnings;
+  dopt.warnings = &warnings;
   at::Tensor rgb = decode_image_bytes(bytes, name, dopt);
   double decode_ms = (now_seconds() - t0) * 1e3;
   Prediction p = predict_rgb(rgb, bytes, name);
+  for (const std::string& w : p.warnings)  // the coefficient read repeats the decoder's warnings
+    if (std::find(warnings.begin(), warnings.end(), w) == warnings.end()) warnings.push_back(w);
+  p.warnings = std::move(warnings);
   p.timings.decode_ms = decode_ms;
   p.timings.total_ms += decode_ms;
   return p;
@@ -136,9 +150,11 @@ struct DctInput {
 };
 
 DctInput make_dct(const at::Tensor& canvas, int64_t H, int64_t W, const std::vector<uint8_t>& encoded,
-                  const std::string& name, const std::string& wanted, int64_t max_pixels) {
+                  const std::string& name, const std::string& wanted, int64_t max_pixels,
+                  std::vector<std::string>* warnings) {
   DecodeOptions dopt;
   dopt.max_pixels = max_pixels;
+  dopt.warnings = warnings;
   const bool jpeg = !encoded.empty() && is_jpeg_bytes(encoded.data(), encoded.size());
   DctInput d;
   d.source = wanted == "auto" ? (jpeg ? "file" : "pixels") : wanted;
@@ -212,7 +228,7 @@ Prediction Predictor::predict_rgb(const at::Tensor& rgb, const std::vector<uint8
   // White canvas, image at the top-left: right/bottom padding keeps the 8x8 grid.
   at::Tensor canvas = at::full({Hp, Wp, 3}, 255, at::kByte);
   canvas.slice(0, 0, H).slice(1, 0, W).copy_(rgb);
-  DctInput d = make_dct(canvas, H, W, encoded, name, impl_->opt.dct_source, impl_->opt.max_pixels);
+  DctInput d = make_dct(canvas, H, W, encoded, name, impl_->opt.dct_source, impl_->opt.max_pixels, &p.warnings);
   p.dct_source = d.source;
   if (!(d.source == "pixels" && d.qt.eq(1).all().item<bool>())) p.jpeg_quality = estimate_jpeg_quality(d.qt);
   const double t1 = now_seconds();
@@ -275,7 +291,8 @@ nlohmann::json prediction_to_json(const Prediction& p, double threshold) {
   nlohmann::json regions = nlohmann::json::array();
   for (const Region& r : p.regions) regions.push_back(region_to_json(r));
   nlohmann::json j;
-  j["file"] = p.file;
+  j["file"] = valid_utf8(p.file);
+  if (j["file"].get_ref<const std::string&>() != p.file) j["file_hex"] = hex_bytes(p.file);  // exact bytes
   j["width"] = p.width;
   j["height"] = p.height;
   j["image_score"] = p.image_score;
@@ -291,6 +308,7 @@ nlohmann::json prediction_to_json(const Prediction& p, double threshold) {
   j["stride"] = p.stride;
   j["merge"] = p.merge;
   j["num_windows"] = p.num_windows;
+  j["warnings"] = p.warnings;
   j["timings_ms"] = {{"decode", p.timings.decode_ms},
                      {"dct", p.timings.dct_ms},
                      {"model", p.timings.model_ms},

@@ -14,7 +14,8 @@ if(TARGET diffnet_io)
   set_property(GLOBAL APPEND PROPERTY DIFFNET_CLI_SOURCES ${PROJECT_SOURCE_DIR}/tools/diffnet/cmd_score.cpp)
 endif()
 if(TARGET diffnet_io AND TARGET diffnet_model)
-  target_sources(diffnet_eval PRIVATE ${CMAKE_CURRENT_LIST_DIR}/predictor.cpp)
+  target_sources(diffnet_eval PRIVATE ${CMAKE_CURRENT_LIST_DIR}/predictor.cpp
+                 ${CMAKE_CURRENT_LIST_DIR}/prediction_writer.cpp)
   target_link_libraries(diffnet_eval PUBLIC diffnet_model)
   # The shipped default weights are looked up under the source tree (weights/diffnet-atto.safetensors).
   set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/predictor.cpp PROPERTIES

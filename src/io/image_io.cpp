@@ -55,9 +55,12 @@ bool is_png_bytes(const uint8_t* data, size_t size) {
 }
 
 ImageInfo read_image_info(const std::string& path, const DecodeOptions& opt) {
-  const std::vector<uint8_t> bytes = read_file(path);
-  return sniff(bytes, path) == Format::kJpeg ? io_detail::jpeg_info(bytes.data(), bytes.size(), path, opt)
-                                             : io_detail::png_info(bytes.data(), bytes.size(), path, opt);
+  return read_image_info_bytes(read_file(path), path, opt);
+}
+
+ImageInfo read_image_info_bytes(const std::vector<uint8_t>& bytes, const std::string& name, const DecodeOptions& opt) {
+  return sniff(bytes, name) == Format::kJpeg ? io_detail::jpeg_info(bytes.data(), bytes.size(), name, opt)
+                                             : io_detail::png_info(bytes.data(), bytes.size(), name, opt);
 }
 
 at::Tensor decode_image_bytes(const std::vector<uint8_t>& bytes, const std::string& name, const DecodeOptions& opt) {

@@ -165,6 +165,7 @@ void require_luma_first(const Decoder& d, const std::string& name) {
 
 ImageInfo jpeg_info(const uint8_t* data, size_t size, const std::string& name, const DecodeOptions& opt) {
   Decoder d;
+  d.err.warnings = opt.warnings;
   header(d, data, size, name);
   const jpeg_decompress_struct& c = d.cinfo;
   check_pixel_limit(c.image_width, c.image_height, name, opt);
@@ -193,6 +194,7 @@ ImageInfo jpeg_info(const uint8_t* data, size_t size, const std::string& name, c
 at::Tensor jpeg_decode(const uint8_t* data, size_t size, const std::string& name, const DecodeOptions& opt,
                        DecodeMode mode, int* exif) {
   Decoder d;
+  d.err.warnings = opt.warnings;
   header(d, data, size, name);
   require_luma_first(d, name);
   const int64_t w = d.cinfo.image_width, h = d.cinfo.image_height;
@@ -208,6 +210,7 @@ at::Tensor jpeg_decode(const uint8_t* data, size_t size, const std::string& name
 JpegCoefficients jpeg_coefficients(const uint8_t* data, size_t size, const std::string& name,
                                    const DecodeOptions& opt) {
   Decoder d;
+  d.err.warnings = opt.warnings;
   header(d, data, size, name);
   require_luma_first(d, name);
   if (d.cinfo.jpeg_color_space == JCS_RGB)

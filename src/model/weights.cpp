@@ -2,6 +2,7 @@
 #include <torch/torch.h>
 
 #include "diffnet/common.h"
+#include "diffnet/config.h"
 #include "diffnet/model.h"
 #include "diffnet/safetensors.h"
 #include "model/weights_check.h"
@@ -15,6 +16,28 @@ std::map<std::string, at::Tensor> live_tensors(DiffNet& model) {
   for (const auto& kv : model->named_parameters(/*recurse=*/true)) out[kv.key()] = kv.value();
   for (const auto& kv : model->named_buffers(/*recurse=*/true)) out[kv.key()] = kv.value();
   return out;
+}
+
+// Checks made before the model is built: a config whose backbone alone needs more parameters than the
+// file holds cannot match it (so absurd dims fail here, not after allocating them), and every floating
+// tensor must be finite (NaN weights would give confident nonsense).
+void check_weights_file(const ModelConfig& cfg, const std::map<std::string, at::Tensor>& tensors,
+                        const std::string& path) {
+  int64_t held = 0;
+  for (const auto& kv : tensors) held += kv.second.numel();
+  // Each ConvNeXt block has two pointwise linears of d x 4d: 8 d^2 weights, a lower bound of the model.
+  double needed = 0;
+  for (size_t i = 0; i < cfg.dims.size() && i < cfg.depths.size(); ++i)
+    needed += 8.0 * double(cfg.depths[i]) * double(cfg.dims[i]) * double(cfg.dims[i]);
+  if (needed > double(held)) {
+    std::string dims = "[";
+    for (size_t i = 0; i < cfg.dims.size(); ++i) dims += (i ? ", " : "") + std::to_string(cfg.dims[i]);
+    throw Error(path, "model config dims " + dims + "] need at least " + std::to_string(int64_t(needed)) +
+                          " parameters, the file holds " + std::to_string(held) + ": config and tensors do not match");
+  }
+  for (const auto& kv : tensors)
+    if (at::isFloatingType(kv.second.scalar_type()) && !at::isfinite(kv.second).all().item<bool>())
+      throw Error(path, "tensor '" + kv.first + "' has non-finite values (NaN or infinity): the file is damaged");
 }
 
 }  // namespace
@@ -87,6 +110,7 @@ DiffNet load_model(const std::string& path, std::map<std::string, std::string>* 
   } catch (const Error& e) {
     throw Error(path, e.what());
   }
+  check_weights_file(cfg, st.tensors, path);
   DiffNet model(cfg);
   load_state_strict(live_tensors(model), st.tensors, path);
   if (metadata) *metadata = st.metadata;

@@ -2,11 +2,15 @@
 
 #include <httplib.h>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
-#include <mutex>
 
 #include "diffnet/common.h"
 #include "diffnet/image_io.h"
+#include "serve/admission.h"
 #include "serve/page.h"
 
 namespace diffnet {
@@ -43,6 +47,7 @@ const char* status_text(int status) {
     case 404: return "not found";
     case 405: return "method not allowed";
     case 413: return "upload too large";
+    case 503: return "busy";
     case 500: return "internal error";
     default: return "error";
   }
@@ -50,19 +55,33 @@ const char* status_text(int status) {
 
 void json_error(httplib::Response& res, int status, const std::string& message) {
   res.status = status;
-  res.set_content(nlohmann::json{{"error", message}}.dump(), "application/json");
+  res.set_content(nlohmann::json{{"error", valid_utf8(message)}}.dump(), "application/json");
 }
 
 }  // namespace
 
 struct Server::Impl {
-  Predictor predictor;
+  std::vector<Predictor> slots;  // one predictor (model copy) per inference slot
   ServeOptions opt;
-  std::mutex predict_mutex;  // one inference at a time: the model is shared
+  serve::Admission admission;
+  std::atomic<double> mean_inference_s{1.0};  // running mean, for Retry-After
   httplib::Server http;
   int port = -1;
 
-  Impl(Predictor p, ServeOptions o) : predictor(std::move(p)), opt(std::move(o)) {}
+  Impl(std::vector<Predictor> p, ServeOptions o)
+      : slots(std::move(p)), opt(std::move(o)),
+        admission(int(slots.size()), opt.max_queue, opt.max_queued_pixels) {}
+
+  const Predictor& any() const { return slots.front(); }
+
+  // 503 with Retry-After: the expected wait for the work ahead, at least 1 s.
+  void busy(httplib::Response& res, const serve::Admission::Ticket& t) {
+    const double ahead = double(t.waiting_ahead + int(slots.size()));
+    const int retry = std::max(1, int(std::ceil(ahead * mean_inference_s.load() / double(slots.size()))));
+    res.set_header("Retry-After", std::to_string(retry));
+    json_error(res, 503, std::string("busy (") + serve::outcome_name(t.outcome) + ": " + std::to_string(t.waiting_ahead) +
+                             " request(s) waiting); retry in " + std::to_string(retry) + " s");
+  }
 
   void predict(const httplib::Request& req, httplib::Response& res) {
     std::string name = "upload";
@@ -76,24 +95,35 @@ struct Server::Impl {
       body = req.body;
       if (req.has_param("name")) name = req.get_param_value("name");
     }
+    if (!is_valid_utf8(name)) return json_error(res, 400, "the file name is not valid UTF-8");
     if (body.empty()) return json_error(res, 400, "empty upload: send the image as the body or a multipart field 'file'");
     const bool maps = req.has_param("maps") && req.get_param_value("maps") != "0";
     std::vector<uint8_t> bytes(body.begin(), body.end());
     try {
-      nlohmann::json record;
-      std::vector<uint8_t> prob_png, overlay_png;
-      {
-        std::lock_guard<std::mutex> lock(predict_mutex);
-        Prediction p = predictor.predict_bytes(bytes, name);
-        record = prediction_to_json(p, predictor.options().threshold);
-        if (maps) {
-          prob_png = encode_png(prob_to_u8(p.prob));
-          OverlayOptions ov;
-          ov.floor = predictor.options().threshold;
-          overlay_png = encode_png(render_overlay(p.rgb, p.prob, p.regions, ov));
-        }
+      // Cost from the header, before queueing: refused images never take a place in the queue.
+      DecodeOptions dopt;
+      dopt.max_pixels = any().options().max_pixels;
+      const ImageInfo info = read_image_info_bytes(bytes, name, dopt);
+      const auto deadline = std::chrono::steady_clock::now() +
+                            std::chrono::milliseconds(int64_t(opt.request_timeout_s * 1e3));
+      const serve::Admission::Ticket ticket = admission.acquire(info.width * info.height, deadline);
+      if (ticket.outcome != serve::Admission::Outcome::kRun) return busy(res, ticket);
+      struct Release {
+        serve::Admission& a;
+        const serve::Admission::Ticket& t;
+        ~Release() { a.release(t); }
+      } release{admission, ticket};
+      Predictor& predictor = slots[size_t(ticket.slot)];
+      const double t0 = now_seconds();
+      Prediction p = predictor.predict_bytes(bytes, name);
+      nlohmann::json record = prediction_to_json(p, predictor.options().threshold);
+      if (maps) {
+        OverlayOptions ov;
+        ov.floor = predictor.options().threshold;
+        record["maps"] = {{"prob_png", base64_encode(encode_png(prob_to_u8(p.prob)))},
+                          {"overlay_png", base64_encode(encode_png(render_overlay(p.rgb, p.prob, p.regions, ov)))}};
       }
-      if (maps) record["maps"] = {{"prob_png", base64_encode(prob_png)}, {"overlay_png", base64_encode(overlay_png)}};
+      mean_inference_s = 0.8 * mean_inference_s.load() + 0.2 * (now_seconds() - t0);
       res.set_content(record.dump(), "application/json");
     } catch (const Error& e) {
       json_error(res, 400, e.what());
@@ -102,11 +132,23 @@ struct Server::Impl {
 
   void routes() {
     http.set_payload_max_length(opt.max_upload_bytes);
+    // Connection threads are many more than inference slots: clients that send slowly, idle keep-alive
+    // connections and requests waiting for a slot each hold one, and /health and the page must still
+    // find one free. Idle connections are dropped after the timeouts.
+    const size_t threads = size_t(std::max(opt.connection_threads, int(slots.size()) + opt.max_queue + 4));
+    http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+    http.set_read_timeout(opt.read_timeout_s, 0);
+    http.set_write_timeout(opt.read_timeout_s, 0);
+    http.set_keep_alive_timeout(opt.keep_alive_timeout_s);
     http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+      const serve::Admission::Stats st = admission.stats();
       nlohmann::json j = {{"status", "ok"},
-                          {"weights", predictor.model().source},
-                          {"window", predictor.window()},
-                          {"calibrated", predictor.model().calibration.has_value()}};
+                          {"weights", valid_utf8(any().model().source)},
+                          {"window", any().window()},
+                          {"calibrated", any().model().calibration.has_value()},
+                          {"workers", slots.size()},
+                          {"running", st.running},
+                          {"waiting", st.waiting}};
       res.set_content(j.dump(), "application/json");
     });
     http.Get("/", [](const httplib::Request&, httplib::Response& res) {
@@ -138,8 +180,23 @@ struct Server::Impl {
   }
 };
 
-Server::Server(Predictor predictor, ServeOptions options)
-    : impl_(std::make_unique<Impl>(std::move(predictor), std::move(options))) {
+namespace {
+std::vector<Predictor> one(Predictor p) {
+  std::vector<Predictor> v;
+  v.push_back(std::move(p));
+  return v;
+}
+}  // namespace
+
+Server::Server(Predictor predictor, ServeOptions options) : Server(one(std::move(predictor)), std::move(options)) {}
+
+Server::Server(std::vector<Predictor> slots, ServeOptions options) {
+  if (slots.empty()) throw Error("serve", "no inference slot");
+  if (options.max_queue < 0) throw Error("--max-queue", "must be >= 0");
+  if (!(options.request_timeout_s > 0)) throw Error("--request-timeout", "must be > 0");
+  if (options.read_timeout_s < 1) throw Error("--read-timeout", "must be >= 1");
+  if (options.keep_alive_timeout_s < 1) throw Error("--keep-alive-timeout", "must be >= 1");
+  impl_ = std::make_unique<Impl>(std::move(slots), std::move(options));
   impl_->routes();
 }
 
@@ -163,7 +220,9 @@ void Server::listen() {
 }
 
 void Server::stop() {
-  if (impl_) impl_->http.stop();
+  if (!impl_) return;
+  impl_->admission.stop();
+  impl_->http.stop();
 }
 
 }  // namespace diffnet

@@ -3,7 +3,7 @@
 if(DIFFNET_SERVE AND TARGET diffnet_eval AND TARGET diffnet_model)
   pkg_check_modules(CPPHTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
   find_package(Threads REQUIRED)
-  add_library(diffnet_serve STATIC ${CMAKE_CURRENT_LIST_DIR}/server.cpp)
+  add_library(diffnet_serve STATIC ${CMAKE_CURRENT_LIST_DIR}/server.cpp ${CMAKE_CURRENT_LIST_DIR}/admission.cpp)
   target_link_libraries(diffnet_serve PUBLIC diffnet_eval PkgConfig::CPPHTTPLIB Threads::Threads)
   set_property(GLOBAL APPEND PROPERTY DIFFNET_CLI_SOURCES ${PROJECT_SOURCE_DIR}/tools/diffnet/cmd_serve.cpp)
 endif()

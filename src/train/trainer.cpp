@@ -103,6 +103,9 @@ TrainSummary run_training(const TrainConfig& cfg_in, const ModelConfig& mcfg_in,
   validate_train_config(cfg);
   mcfg.validate();
   make_dirs(ck_dir);
+  // A run killed while writing leaves "<file>.tmp.<pid>" behind: remove them now that the run is ours.
+  const int stale = remove_stale_temp_files(ck_dir) + remove_stale_temp_files(opt.out);
+  if (stale > 0 && !opt.quiet) std::fprintf(stderr, "removed %d unfinished temp file(s) of a killed run\n", stale);
 
   // Data.
   std::vector<DataSource> sources;

@@ -16,6 +16,7 @@
 #include "diffnet/device.h"
 #include "diffnet/image_io.h"
 #include "diffnet/predict.h"
+#include "diffnet/prediction_writer.h"
 
 namespace diffnet::cli {
 namespace {
@@ -48,16 +49,6 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs) {
     }
   }
   return files;
-}
-
-// Output base name: the stem, or the file name (then a counter) when an earlier input took the stem.
-std::string unique_base(const std::string& file, std::set<std::string>& used) {
-  std::string base = file_stem(file);
-  if (used.count(base)) base = std::filesystem::path(file).filename().string();
-  std::string candidate = base;
-  for (int i = 2; used.count(candidate); ++i) candidate = base + "_" + std::to_string(i);
-  used.insert(candidate);
-  return candidate;
 }
 
 void print_table_header() {
@@ -142,30 +133,22 @@ void run(const PredictCli& o) {
   if (o.inputs.empty()) throw Error("predict", "no input images (give files or directories)");
   std::vector<std::string> files = expand_inputs(o.inputs);
   if (files.empty()) throw Error("predict", "no input images found");
-  std::unique_ptr<std::ofstream> jsonl;
+  std::unique_ptr<PredictionWriter> writer;
   if (!o.out_dir.empty()) {
-    make_dirs(o.out_dir);
-    std::string path = o.out_dir + "/predictions.jsonl";
-    jsonl = std::make_unique<std::ofstream>(path, std::ios::app);
-    if (!*jsonl) throw Error(path, "cannot open for appending");
+    PredictionWriterOptions wo;
+    wo.overlay = overlay;
+    writer = std::make_unique<PredictionWriter>(o.out_dir, wo);
   }
   const bool table = o.table || !o.json;
   if (table) print_table_header();
-  std::set<std::string> used;
   int failures = 0;
   Progress progress("predict", int64_t(files.size()), o.quiet || files.size() < 2 || table);
   for (const auto& file : files) {
+    refresh_threads();  // a job that started beside us since the last input: use the cores left
     try {
       Prediction p = predictor.predict_file(file);
       nlohmann::json record = prediction_to_json(p, o.opt.threshold);
-      if (!o.out_dir.empty()) {
-        std::string base = o.out_dir + "/" + unique_base(file, used);
-        write_png(base + ".prob.png", prob_to_u8(p.prob));
-        write_png(base + ".overlay.png", render_overlay(p.rgb, p.prob, p.regions, overlay));
-        record["outputs"] = {{"prob", base + ".prob.png"}, {"overlay", base + ".overlay.png"}};
-        *jsonl << record.dump() << "\n";
-        jsonl->flush();
-      }
+      if (writer) record = writer->write(p, std::move(record), writer->base_name(file));
       if (o.json) {
         std::printf("%s\n", record.dump().c_str());
         std::fflush(stdout);
@@ -196,7 +179,7 @@ Registrar reg("predict", [](CLI::App& app) {
   sub->add_option("-w,--weights", o->weights,
                   "Weights (.safetensors); default $DIFFNET_WEIGHTS or weights/diffnet-atto.safetensors");
   sub->add_option("-o,--out", o->out_dir,
-                  "Write <stem>.prob.png, <stem>.overlay.png and append to predictions.jsonl here");
+                  "Write <stem>.prob.png, <stem>.overlay.png and the records (predictions.jsonl) here; a rerun replaces its records");
   sub->add_option("--window", o->opt.window, "Window size R (multiple of 32); default: the weights' train_size, else 512");
   sub->add_option("--stride", o->opt.stride, "Window stride (multiple of 8, <= R); default R/2 (blend), R (max)");
   sub->add_option("--merge", o->opt.merge, "How window maps are merged: blend (raised-cosine weights) or max")

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "commands.h"
 #include "diffnet/common.h"
@@ -16,6 +17,8 @@ struct ServeCli {
   ServeOptions serve;
   PredictOptions predict;
   double max_upload_mb = 32;
+  int workers = 1;
+  double max_queued_mpix = 200;
 };
 
 Server* g_server = nullptr;
@@ -26,10 +29,17 @@ void on_signal(int) {
 void run(ServeCli& o) {
   if (!(o.max_upload_mb > 0)) throw Error("--max-upload-mb", "must be > 0");
   o.serve.max_upload_bytes = size_t(o.max_upload_mb * 1024 * 1024);
-  Server server(Predictor(load_weights_or_random(o.weights), o.predict), o.serve);
+  if (o.workers < 1 || o.workers > 64) throw Error("--workers", "must be in 1..64");
+  if (!(o.max_queued_mpix > 0)) throw Error("--max-queued-mpix", "must be > 0");
+  o.serve.max_queued_pixels = int64_t(o.max_queued_mpix * 1e6);
+  std::vector<Predictor> slots;
+  for (int i = 0; i < o.workers; ++i) slots.emplace_back(load_weights_or_random(o.weights), o.predict);
+  Server server(std::move(slots), o.serve);
   server.bind();
-  std::fprintf(stderr, "serve: listening on http://%s:%d/ (POST /predict, GET /health); Ctrl-C stops\n",
-               o.serve.host.c_str(), server.port());
+  std::fprintf(stderr,
+               "serve: listening on http://%s:%d/ (POST /predict, GET /health); %d inference slot(s), up to %d "
+               "waiting; Ctrl-C stops\n",
+               o.serve.host.c_str(), server.port(), o.workers, o.serve.max_queue);
   g_server = &server;
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
@@ -49,6 +59,22 @@ Registrar reg("serve", [](CLI::App& app) {
   sub->add_option("--max-upload-mb", o->max_upload_mb, "Largest accepted upload (MiB); larger gets 413")
       ->capture_default_str();
   sub->add_option("--max-pixels", o->predict.max_pixels, "Largest accepted image (pixels); larger gets 400")
+      ->capture_default_str();
+  sub->add_option("--workers", o->workers,
+                  "Inference slots, each with its own copy of the model (memory: see docs/serve.md)")
+      ->capture_default_str();
+  sub->add_option("--max-queue", o->serve.max_queue, "Requests that may wait for a slot; more get 503 + Retry-After")
+      ->capture_default_str();
+  sub->add_option("--max-queued-mpix", o->max_queued_mpix,
+                  "Megapixels of running + waiting requests; more get 503 (admission by cost)")
+      ->capture_default_str();
+  sub->add_option("--request-timeout", o->serve.request_timeout_s, "Longest wait for a slot (s); then 503")
+      ->capture_default_str();
+  sub->add_option("--read-timeout", o->serve.read_timeout_s, "Drop a client silent this long while sending (s)")
+      ->capture_default_str();
+  sub->add_option("--keep-alive-timeout", o->serve.keep_alive_timeout_s, "Close idle keep-alive connections after (s)")
+      ->capture_default_str();
+  sub->add_option("--connection-threads", o->serve.connection_threads, "Threads serving connections")
       ->capture_default_str();
   sub->add_option("--window", o->predict.window, "Window size R (multiple of 32); default: the weights' train_size, else 512");
   sub->add_option("--stride", o->predict.stride, "Window stride (multiple of 8, <= R); default R");

@@ -136,6 +136,9 @@ void run(TrainArgs& a, CLI::App& cmd) {
   }
   if (!a.o.resume) validate_train_config(t);
   if (cmd.count("--workers")) a.o.workers = a.t.workers;
+  // Reductions depend on the thread count, and an exact resume needs the same one: training uses every
+  // usable core unless told otherwise (-t, $DIFFNET_THREADS), never a count that depends on the load.
+  if (threads_are_auto()) init_runtime(usable_cores());
   TrainSummary s = run_training(t, m, a.o);
   std::fprintf(stderr,
                "done: steps %lld-%lld  %.2f img/s  data wait %.1f%%  %.1f ms/sample  skipped steps %lld  "

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Builds the training data of the shipped model from the real receipt scans (docs/train.md, "Recipe of the
+# shipped model"), leaving out every held-out receipt (data/splits/receipts-val.txt).
+#
+#   scripts/make-train.sh [RECEIPTS_DIR] [OUT_DIR] [DIFFNET]
+#
+# RECEIPTS_DIR  the real receipt scans (images/ID.jpg, boxes/ID.txt, index.csv); not in this repository;
+#               default ../shared/data/receipts, where our machines keep it
+# OUT_DIR       default data/train (kept out of git; regenerate it with this script)
+# DIFFNET       default build/diffnet
+#
+# Writes, under OUT_DIR:
+#   receipts-src/{images,boxes}/   links to the training receipts (all but the held-out ones)
+#   real-untouched.txt             list file of those scans' original bytes: real untouched pages, read with
+#                                  their own JPEG coefficients, the negatives the model must leave alone
+#   receipts-edits/                `diffnet synth` on the training receipts: realistic edits (retyped words,
+#                                  typed-in fields, glyphs copied on the page, words spliced from another
+#                                  receipt, erased words), mostly saved once (single JPEG or PNG), 30 % of
+#                                  pages untouched but re-saved, 512² crops
+#   rendered/                      `diffnet synth` rendered documents (all layouts and fonts), 512² crops
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SRC=${1:-../shared/data/receipts}
+OUT=${2:-data/train}
+DIFFNET=${3:-build/diffnet}
+[ -x "$DIFFNET" ] || { echo "make-train: $DIFFNET not found (run make build first)" >&2; exit 2; }
+[ -d "$SRC/images" ] || { echo "make-train: $SRC/images not found" >&2; exit 2; }
+
+rm -rf "$OUT/receipts-src" "$OUT/receipts-edits" "$OUT/rendered"
+mkdir -p "$OUT/receipts-src/images" "$OUT/receipts-src/boxes"
+: > "$OUT/real-untouched.txt"
+n=0
+for f in "$SRC"/images/*.jpg; do
+  id=$(basename "$f" .jpg)
+  if grep -qx "$id" data/splits/receipts-val.txt; then continue; fi
+  ln -s "$(realpath "$f")" "$OUT/receipts-src/images/$id.jpg"
+  ln -s "$(realpath "$SRC/boxes/$id.txt")" "$OUT/receipts-src/boxes/$id.txt"
+  realpath "$f" >> "$OUT/real-untouched.txt"
+  n=$((n + 1))
+done
+echo "make-train: $n training receipts (held out: $(grep -c . data/splits/receipts-val.txt))"
+
+"$DIFFNET" synth --out "$OUT/receipts-edits" --count 2500 --seed 7001 --sources "$OUT/receipts-src" \
+    --ops text:3,insert:2,copy-move:2,splice:1,erase:1,inpaint:0.5 --max-edits 3 --pristine-prob 0.3 \
+    --q1-prob 0.25 --output-format mixed --q2 70-100 --crop 512 --quiet
+"$DIFFNET" synth --out "$OUT/rendered" --count 1500 --seed 7002 --crop 512 --quiet
+echo "make-train: done: $OUT"

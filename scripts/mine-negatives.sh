@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Hard-negative mining: runs a model over the untouched training receipts and cuts a window around each
+# of its false alarms (every region on an untouched page is one), losslessly, so the window keeps the
+# scan's own JPEG coefficients. The windows are a pristine dataset for the next training stage
+# (docs/train.md, "Recipe of the shipped model").
+#
+#   scripts/mine-negatives.sh WEIGHTS [LIST] [OUT_DIR] [DIFFNET]
+#
+# WEIGHTS  the model whose false alarms are mined
+# LIST     list file of untouched pages (default data/train/real-untouched.txt, from make-train.sh)
+# OUT_DIR  default data/train/hard-negatives: images/<id>-<k>.jpg, 256x256 crops at 16-aligned offsets
+#          (a whole number of 4:2:0 MCUs: jpegtran -crop moves no coefficient), plus predictions.jsonl
+# Needs jpegtran (Debian libjpeg-turbo-progs).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+WEIGHTS=${1:?usage: scripts/mine-negatives.sh WEIGHTS [LIST] [OUT_DIR] [DIFFNET]}
+LIST=${2:-data/train/real-untouched.txt}
+OUT=${3:-data/train/hard-negatives}
+DIFFNET=${4:-build/diffnet}
+command -v jpegtran >/dev/null || { echo "mine-negatives: jpegtran not found (apt install libjpeg-turbo-progs)" >&2; exit 2; }
+rm -rf "$OUT"
+mkdir -p "$OUT/images"
+grep -v '^#' "$LIST" | xargs "$DIFFNET" predict --weights "$WEIGHTS" --json -q > "$OUT/predictions.jsonl"
+python3 - "$OUT" <<'PY'
+import json, os, subprocess, sys
+out = sys.argv[1]
+R, A, PER_PAGE = 256, 16, 6          # crop size, alignment, most windows per page
+crops = 0
+for line in open(os.path.join(out, "predictions.jsonl")):
+    rec = json.loads(line)
+    w, h = rec["width"], rec["height"]
+    if w < R or h < R:
+        continue
+    taken = []
+    # Largest false alarms first; a region already inside an earlier window adds nothing.
+    for reg in rec["regions"]:
+        x, y, bw, bh = reg["bbox"]
+        cx, cy = x + bw // 2, y + bh // 2
+        if any(ox <= cx < ox + R and oy <= cy < oy + R for ox, oy in taken):
+            continue
+        ox = min(max(0, (cx - R // 2) // A * A), (w - R) // A * A)
+        oy = min(max(0, (cy - R // 2) // A * A), (h - R) // A * A)
+        taken.append((ox, oy))
+        if len(taken) == PER_PAGE:
+            break
+    stem = os.path.splitext(os.path.basename(rec["file"]))[0]
+    for k, (ox, oy) in enumerate(taken):
+        dst = os.path.join(out, "images", f"{stem}-{k}.jpg")
+        subprocess.run(["jpegtran", "-crop", f"{R}x{R}+{ox}+{oy}", "-copy", "none", "-outfile", dst, rec["file"]],
+                       check=True)
+        crops += 1
+print(f"mine-negatives: {crops} windows around false alarms in {out}/images")
+PY
