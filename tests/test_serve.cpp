@@ -351,6 +351,17 @@ TEST(Serve, FullQueueAnswers503WithRetryAfter) {
   auto bad = cli.Post("/predict", "not an image", "application/octet-stream");
   ASSERT_TRUE(bad);
   EXPECT_EQ(bad->status, 400);
+  // curl --data-binary sends a form content type: the image is still read whole (not capped at 8 KB).
+  const std::vector<uint8_t> big = encode_png(testutil::test_page(300, 300, 5));
+  ASSERT_GT(big.size(), 8192u);
+  auto form = cli.Post("/predict", reinterpret_cast<const char*>(big.data()), big.size(),
+                       "application/x-www-form-urlencoded");
+  ASSERT_TRUE(form);
+  EXPECT_EQ(form->status, 200) << form->body;
+  auto get = cli.Get("/predict");
+  ASSERT_TRUE(get);
+  EXPECT_EQ(get->status, 405);
+  EXPECT_EQ(get->get_header_value("Allow"), "POST");
   // A name that is not UTF-8 is a 400, never a 500.
   auto odd = cli.Post("/predict?name=a%FFb.png", reinterpret_cast<const char*>(png.data()), png.size(), "image/png");
   ASSERT_TRUE(odd);

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 #include "diffnet/common.h"
 #include "diffnet/image_io.h"
@@ -83,16 +84,34 @@ struct Server::Impl {
                              " request(s) waiting); retry in " + std::to_string(retry) + " s");
   }
 
-  void predict(const httplib::Request& req, httplib::Response& res) {
+  // The body is read here through a content reader, whatever its Content-Type: curl's
+  // `--data-binary @page.jpg` sends application/x-www-form-urlencoded, which the HTTP library would
+  // otherwise cap at 8 KB. The upload limit (--max-upload-mb, 413) applies either way.
+  void predict(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
     std::string name = "upload";
     std::string body;
+    const size_t limit = opt.max_upload_bytes;
+    const std::string too_large = "upload too large (limit " + std::to_string(limit) + " bytes, --max-upload-mb)";
+    if (req.has_header("Content-Length") && std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10) > limit)
+      return json_error(res, 413, too_large);
+    size_t received = 0;
+    auto within = [&](size_t n) { return (received += n) <= limit; };  // false stops reading
     if (req.is_multipart_form_data()) {
-      if (!req.has_file("file")) return json_error(res, 400, "multipart upload needs a field named 'file'");
-      httplib::MultipartFormData f = req.get_file_value("file");
-      body = std::move(f.content);
-      if (!f.filename.empty()) name = f.filename;
+      std::vector<httplib::MultipartFormData> parts;
+      reader([&](const httplib::MultipartFormData& part) { parts.push_back(part); return true; },
+             [&](const char* data, size_t n) { parts.back().content.append(data, n); return within(n); });
+      if (received > limit) return json_error(res, 413, too_large);
+      auto file = std::find_if(parts.begin(), parts.end(), [](const auto& p) { return p.name == "file"; });
+      if (file == parts.end()) return json_error(res, 400, "multipart upload needs a field named 'file'");
+      body = std::move(file->content);
+      if (!file->filename.empty()) name = file->filename;
     } else {
-      body = req.body;
+      reader([&](const char* data, size_t n) {
+        if (!within(n)) return false;
+        body.append(data, n);
+        return true;
+      });
+      if (received > limit) return json_error(res, 413, too_large);
       if (req.has_param("name")) name = req.get_param_value("name");
     }
     if (!is_valid_utf8(name)) return json_error(res, 400, "the file name is not valid UTF-8");
@@ -154,7 +173,12 @@ struct Server::Impl {
     http.Get("/", [](const httplib::Request&, httplib::Response& res) {
       res.set_content(serve::kIndexPage, "text/html; charset=utf-8");
     });
-    http.Post("/predict", [this](const httplib::Request& req, httplib::Response& res) { predict(req, res); });
+    http.Post("/predict", [this](const httplib::Request& req, httplib::Response& res,
+                                 const httplib::ContentReader& reader) { predict(req, res, reader); });
+    http.Get("/predict", [](const httplib::Request&, httplib::Response& res) {
+      res.set_header("Allow", "POST");
+      json_error(res, 405, "use POST with the image as the body or a multipart field 'file'");
+    });
     // Errors produced by httplib itself (404, 413, ...) get a JSON body too; ours already have one.
     httplib::Server::HandlerWithResponse on_error = [](const httplib::Request&, httplib::Response& res) {
       if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
