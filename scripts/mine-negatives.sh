@@ -6,6 +6,8 @@
 #
 #   scripts/mine-negatives.sh WEIGHTS [LIST] [OUT_DIR] [DIFFNET]
 #
+# STRIDE (environment, default 256 = no overlap: 3x cheaper than the default R/2, and false alarms show
+# either way) is the window stride of the mining run.
 # WEIGHTS  the model whose false alarms are mined
 # LIST     list file of untouched pages (default data/train/real-untouched.txt, from make-train.sh)
 # OUT_DIR  default data/train/hard-negatives: images/<id>-<k>.jpg, 256x256 crops at 16-aligned offsets
@@ -20,7 +22,8 @@ DIFFNET=${4:-build/diffnet}
 command -v jpegtran >/dev/null || { echo "mine-negatives: jpegtran not found (apt install libjpeg-turbo-progs)" >&2; exit 2; }
 rm -rf "$OUT"
 mkdir -p "$OUT/images"
-grep -v '^#' "$LIST" | xargs "$DIFFNET" predict --weights "$WEIGHTS" --json -q > "$OUT/predictions.jsonl"
+grep -v '^#' "$LIST" | xargs "$DIFFNET" predict --weights "$WEIGHTS" --stride "${STRIDE:-256}" --json -q \
+    > "$OUT/predictions.jsonl"
 python3 - "$OUT" <<'PY'
 import json, os, subprocess, sys
 out = sys.argv[1]

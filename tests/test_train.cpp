@@ -343,6 +343,14 @@ TEST(Cli, ConfigFileFlagsAndErrors) {
   auto ft = nlohmann::json::parse(std::ifstream(dir + "/ft/config.json"));
   EXPECT_EQ(ft.at("model").at("disc_dim"), 16);
   EXPECT_EQ(ft.at("train").at("augment").at("prob_disable"), 0.5);
+  // ... or from the run's last checkpoint (a run stopped early): the same start, so the same weights.
+  r = testutil::run_cli("train --data '" + data + "' --out '" + dir + "/ft-ck' --init '" + dir +
+                        "/run/checkpoints/last.safetensors' --size 64 --batch 2 --steps 1 --workers 0 --prob-disable 0.5 -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(std::ifstream(dir + "/ft-ck/config.json")).at("model"), ft.at("model"));
+  const SafeTensors a = load_safetensors(dir + "/ft/model.safetensors"), b = load_safetensors(dir + "/ft-ck/model.safetensors");
+  ASSERT_EQ(a.tensors.size(), b.tensors.size());
+  for (const auto& kv : a.tensors) EXPECT_TRUE(kv.second.equal(b.tensors.at(kv.first))) << kv.first;
 
   // A diverging run skips non-finite steps, then stops with a clear message after 5 in a row.
   r = testutil::run_cli("train --config '" + dir + "/cfg.json' --data '" + data + "' --out '" + dir +

@@ -84,6 +84,27 @@ std::vector<AdamW::Param> optimizer_params(DiffNet& model, const TrainConfig& cf
   return params;
 }
 
+std::map<std::string, at::Tensor> init_weights(const std::string& path) {
+  SafeTensors st = load_safetensors(path);
+  if (auto f = st.metadata.find("format"); f != st.metadata.end() && f->second == "diffnet-checkpoint")
+    return read_checkpoint(path).model;  // checksum and names verified
+  return std::move(st.tensors);
+}
+
+nlohmann::json init_model_config(const std::string& path) {
+  SafeTensors st = load_safetensors(path);
+  auto it = st.metadata.find("config");
+  if (it == st.metadata.end()) throw Error(path, "no model config in the weights metadata: pass --preset");
+  nlohmann::json j = nlohmann::json::parse(it->second, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) throw Error(path, "metadata config is not valid JSON");
+  auto f = st.metadata.find("format");
+  if (f != st.metadata.end() && f->second == "diffnet-checkpoint") {
+    if (!j.contains("model")) throw Error(path, "checkpoint config has no model");
+    return j.at("model");
+  }
+  return j;
+}
+
 TrainSummary run_training(const TrainConfig& cfg_in, const ModelConfig& mcfg_in, const TrainOptions& opt) {
   if (opt.out.empty()) throw Error("train", "--out RUN_DIR is required");
   const std::string ck_dir = opt.out + "/checkpoints", ck_path = ck_dir + "/last.safetensors";
@@ -121,7 +142,7 @@ TrainSummary run_training(const TrainConfig& cfg_in, const ModelConfig& mcfg_in,
   torch::manual_seed(cfg.seed);
   DiffNet model(mcfg);
   if (!opt.resume) {
-    if (!cfg.init.empty()) load_model_state(model, load_safetensors(cfg.init).tensors);
+    if (!cfg.init.empty()) load_model_state(model, init_weights(cfg.init));
     if (!cfg.init_backbone.empty()) {
       int64_t n = import_convnextv2(model, cfg.init_backbone);
       if (!opt.quiet) std::fprintf(stderr, "init: %lld backbone tensors from %s\n", static_cast<long long>(n),

@@ -33,10 +33,7 @@ ModelConfig build_model_config(const TrainArgs& a, const nlohmann::json& file, c
   if (preset.empty() && file.contains("preset")) preset = file.at("preset").get<std::string>();
   ModelConfig m;
   if (preset.empty() && !file.contains("model") && !init.empty()) {
-    SafeTensors st = load_safetensors(init);
-    auto it = st.metadata.find("config");
-    if (it == st.metadata.end()) throw Error(init, "no model config in the weights metadata: pass --preset");
-    m = model_config_from_json(nlohmann::json::parse(it->second));
+    m = model_config_from_json(init_model_config(init));
   } else {
     m = model_preset(preset.empty() ? "atto" : preset);
   }
@@ -180,7 +177,7 @@ const Registrar reg("train", [](CLI::App& app) {
   cmd->add_option("--checkpoint-every", a->t.checkpoint_every, "Checkpoint interval in steps")->capture_default_str();
   cmd->add_option("--keep-checkpoints", a->t.keep_checkpoints, "Also keep step-N copies of the last K checkpoints")
       ->capture_default_str();
-  cmd->add_option("--init", a->t.init, "Start from these diffnet weights (fine-tuning)");
+  cmd->add_option("--init", a->t.init, "Start from these diffnet weights or a run's checkpoint (fine-tuning)");
   cmd->add_option("--init-backbone", a->t.init_backbone, "ConvNeXt-V2 safetensors (timm) for the RGB backbone");
   cmd->add_option("--prob-disable", a->prob_disable, "Per-sample probability of no augmentation (fine-tuning: 0.5)");
   cmd->add_flag("--no-augment", a->no_augment, "No augmentation and no recompression");
