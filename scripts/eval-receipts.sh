@@ -2,7 +2,7 @@
 # Calibrates a model on the fit half of the held-out real receipts and measures it on the report half
 # (docs/eval.md, "Validation set"; make the set first with scripts/make-val.sh).
 #
-#   scripts/eval-receipts.sh WEIGHTS OUT_DIR [DIFFNET]
+#   [KEEP_CALIBRATION=1] scripts/eval-receipts.sh WEIGHTS OUT_DIR [DIFFNET]
 #
 # Writes OUT_DIR/fit/ (eval of the fit half: page statistics), OUT_DIR/calibrated.safetensors (WEIGHTS
 # with the page-score calibration fitted on them), OUT_DIR/report/ (maps and records of the report half),
@@ -18,10 +18,15 @@ for half in fit report; do
   [ -d "data/val/receipts-$half/images" ] || { echo "eval-receipts: data/val/receipts-$half missing (run scripts/make-val.sh)" >&2; exit 2; }
 done
 mkdir -p "$OUT"
-"$DIFFNET" eval --data data/val/receipts-fit --protocol doc --weights "$WEIGHTS" --save-pred "$OUT/fit" --json -q \
-    > "$OUT/fit.json"
-"$DIFFNET" calibrate --from-stats "$OUT/fit/predictions.jsonl" --weights "$WEIGHTS" --out "$OUT/calibrated.safetensors" \
-    --json -q > "$OUT/calibration.json"
+if [ -n "${KEEP_CALIBRATION:-}" ]; then  # weights already calibrated on the fit half: use them as they are
+  cp "$WEIGHTS" "$OUT/calibrated.safetensors"
+  echo '{"kept": true}' > "$OUT/calibration.json"
+else
+  "$DIFFNET" eval --data data/val/receipts-fit --protocol doc --weights "$WEIGHTS" --save-pred "$OUT/fit" --json -q \
+      > "$OUT/fit.json"
+  "$DIFFNET" calibrate --from-stats "$OUT/fit/predictions.jsonl" --weights "$WEIGHTS" \
+      --out "$OUT/calibrated.safetensors" --json -q > "$OUT/calibration.json"
+fi
 "$DIFFNET" eval --data data/val/receipts-report --protocol doc --weights "$OUT/calibrated.safetensors" \
     --save-pred "$OUT/report" --reliability-png "$OUT/reliability.png" --json -q > "$OUT/report.json"
 python3 - "$OUT" <<'PY'
