@@ -351,6 +351,15 @@ TEST(Cli, ConfigFileFlagsAndErrors) {
   const SafeTensors a = load_safetensors(dir + "/ft/model.safetensors"), b = load_safetensors(dir + "/ft-ck/model.safetensors");
   ASSERT_EQ(a.tensors.size(), b.tensors.size());
   for (const auto& kv : a.tensors) EXPECT_TRUE(kv.second.equal(b.tensors.at(kv.first))) << kv.first;
+  // predict/eval load a checkpoint's model too: the same weights as the run's exported model.
+  std::map<std::string, std::string> ck_meta;
+  DiffNet from_ck = load_model(dir + "/run/checkpoints/last.safetensors", &ck_meta);
+  EXPECT_EQ(ck_meta["train_size"], "64");  // predict's default window, from the run's config
+  DiffNet exported = load_model(dir + "/run/model.safetensors");
+  EXPECT_EQ(to_json(from_ck->config()), to_json(exported->config()));
+  const auto sa = model_state(from_ck), sb = model_state(exported);
+  ASSERT_EQ(sa.size(), sb.size());
+  for (const auto& kv : sa) EXPECT_TRUE(kv.second.equal(sb.at(kv.first))) << kv.first;
 
   // A diverging run skips non-finite steps, then stops with a clear message after 5 in a row.
   r = testutil::run_cli("train --config '" + dir + "/cfg.json' --data '" + data + "' --out '" + dir +

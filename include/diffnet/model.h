@@ -70,6 +70,9 @@ void load_model_state(DiffNet& model, const std::map<std::string, at::Tensor>& t
 void save_model(DiffNet& model, const std::string& path, at::ScalarType dtype = at::kFloat,
                 const std::map<std::string, std::string>& extra_metadata = {});
 // Builds the model from the file's config and loads its weights; metadata (if wanted) is returned.
+// Also reads a training checkpoint (format diffnet-checkpoint): its "model.*" tensors and the model part
+// of its config, with metadata "train_size" set to the run's crop size. Refused before building: non-finite
+// tensors, and a config whose backbone needs more parameters than the file holds.
 DiffNet load_model(const std::string& path, std::map<std::string, std::string>* metadata = nullptr);
 
 // Imports an ImageNet ConvNeXt-V2 checkpoint (safetensors, timm names `stem.*`, `stages.i.blocks.j.*` or the

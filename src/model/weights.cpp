@@ -97,14 +97,27 @@ void save_model(DiffNet& model, const std::string& path, at::ScalarType dtype,
 DiffNet load_model(const std::string& path, std::map<std::string, std::string>* metadata) {
   SafeTensors st = load_safetensors(path);
   auto fmt = st.metadata.find("format");
-  if (fmt == st.metadata.end() || fmt->second != "diffnet")
+  // A training checkpoint (RUN/checkpoints/last.safetensors) holds the model as "model.<name>" next to
+  // the optimizer state, and {"model": config, "train": ...} as its config: its model is usable as is.
+  const bool checkpoint = fmt != st.metadata.end() && fmt->second == "diffnet-checkpoint";
+  if (!checkpoint && (fmt == st.metadata.end() || fmt->second != "diffnet"))
     throw Error(path, "not a DiffNet weights file (no __metadata__ format = diffnet; for a timm ConvNeXt-V2 "
                       "checkpoint use `diffnet convert --from timm`)");
   auto cfg_it = st.metadata.find("config");
   if (cfg_it == st.metadata.end()) throw Error(path, "weights file has no model config in its metadata");
+  if (checkpoint) {
+    std::map<std::string, at::Tensor> model;
+    for (auto& kv : st.tensors)
+      if (kv.first.rfind("model.", 0) == 0) model[kv.first.substr(6)] = std::move(kv.second);
+    st.tensors = std::move(model);
+  }
   ModelConfig cfg;
   try {
-    cfg = model_config_from_json(nlohmann::json::parse(cfg_it->second));
+    nlohmann::json j = nlohmann::json::parse(cfg_it->second);
+    cfg = model_config_from_json(checkpoint ? j.at("model") : j);
+    // The run's crop size is the window predict uses by default, as for exported weights.
+    if (checkpoint && j.contains("train") && j.at("train").contains("size"))
+      st.metadata["train_size"] = std::to_string(j.at("train").at("size").get<int64_t>());
   } catch (const nlohmann::json::exception& e) {
     throw Error(path, std::string("invalid model config JSON: ") + e.what());
   } catch (const Error& e) {
