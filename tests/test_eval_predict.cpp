@@ -439,7 +439,7 @@ TEST(EvalPredict, CliWritesMapsOverlaysAndRecords) {
                                             out + "' --table");
   EXPECT_EQ(t.exit_code, 0) << t.err;
   EXPECT_NE(t.out.find("regions"), std::string::npos);
-  EXPECT_NE(t.out.find("a.png"), std::string::npos);
+  EXPECT_NE(t.out.find(in + "/a.png "), std::string::npos) << "the whole path, not cut: " << t.out;
   auto again = read_file(out + "/predictions.jsonl");
   EXPECT_EQ(lines(std::string(again.begin(), again.end())).size(), 2u);
 }

@@ -51,14 +51,13 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs) {
   return files;
 }
 
-void print_table_header() {
-  std::printf("%-40s %8s %-6s %-9s %7s %9s\n", "file", "score", "kind", "decision", "regions", "ms");
+// The table's first column is as wide as the longest input name (at least 40), so names are never cut.
+void print_table_header(int width) {
+  std::printf("%-*s %8s %-6s %-9s %7s %9s\n", width, "file", "score", "kind", "decision", "regions", "ms");
 }
 
-void print_table_row(const Prediction& p) {
-  std::string name = p.file;
-  if (name.size() > 40) name = "..." + name.substr(name.size() - 37);
-  std::printf("%-40s %8.4f %-6s %-9s %7zu %9.0f\n", name.c_str(), p.image_score,
+void print_table_row(const Prediction& p, int width) {
+  std::printf("%-*s %8.4f %-6s %-9s %7zu %9.0f\n", width, p.file.c_str(), p.image_score,
               p.score_kind == "calibrated" ? "cal" : "uncal", p.decision.c_str(), p.regions.size(), p.timings.total_ms);
   std::fflush(stdout);
 }
@@ -140,7 +139,9 @@ void run(const PredictCli& o) {
     writer = std::make_unique<PredictionWriter>(o.out_dir, wo);
   }
   const bool table = o.table || !o.json;
-  if (table) print_table_header();
+  int width = 40;
+  for (const auto& f : files) width = std::max(width, int(f.size()));
+  if (table) print_table_header(width);
   int failures = 0;
   Progress progress("predict", int64_t(files.size()), o.quiet || files.size() < 2 || table);
   for (const auto& file : files) {
@@ -153,7 +154,7 @@ void run(const PredictCli& o) {
         std::printf("%s\n", record.dump().c_str());
         std::fflush(stdout);
       }
-      if (table) print_table_row(p);
+      if (table) print_table_row(p, width);
     } catch (const std::exception& e) {
       std::fflush(stdout);
       std::string what = e.what();
