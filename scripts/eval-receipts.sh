@@ -8,7 +8,7 @@
 # with the page-score calibration fitted on them), OUT_DIR/report/ (maps and records of the report half),
 # OUT_DIR/report.json (eval metrics), OUT_DIR/reliability.png and OUT_DIR/summary.json: page AUC (all
 # untouched vs edited, and per kind of untouched page), pages flagged at 0.5, share of untouched pixels
-# inside reported regions (p > 0.5, at least 16 px), Brier score, and eval's pixel and Doc F1.
+# flagged, pixel and Doc F1, Brier score (all but the per-kind AUCs are eval's own metrics).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WEIGHTS=${1:?usage: scripts/eval-receipts.sh WEIGHTS OUT_DIR [DIFFNET]}
@@ -32,30 +32,26 @@ fi
 python3 - "$OUT" <<'PY'
 import json, os, sys
 out = sys.argv[1]
+m = json.load(open(os.path.join(out, "report.json")))  # eval's metrics: AUC, flagged pages, pixels, Brier
 recs = [json.loads(l) for l in open(os.path.join(out, "report", "predictions.jsonl"))]
 def auc(pos, neg):
-    if not pos or not neg: return None
     wins = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg)
     return round(wins / (len(pos) * len(neg)), 4)
 def kind(r): return os.path.basename(r["file"])[0]  # u: untouched original, r: re-saved untouched, e: edited
 score = {k: [r["image_score"] for r in recs if kind(r) == k] for k in "ure"}
-untouched = [r for r in recs if kind(r) in "ur"]
 summary = {
-    "pages": len(recs),
-    "auc_all": auc(score["e"], score["u"] + score["r"]),
+    "pages": m["num_images"],
+    "auc_all": m["image_auc"],
+    # What eval does not split: each kind of untouched page against the edited ones.
     "auc_originals": auc(score["e"], score["u"]),
     "auc_resaved": auc(score["e"], score["r"]),
-    "untouched_flagged": sum(s > 0.5 for s in score["u"] + score["r"]),
-    "untouched": len(score["u"]) + len(score["r"]),
-    "edited_flagged": sum(s > 0.5 for s in score["e"]),
-    "edited": len(score["e"]),
-    "untouched_region_pixels": sum(reg["area"] for r in untouched for reg in r["regions"]),
-    "untouched_pixels": sum(r["width"] * r["height"] for r in untouched),
-    "brier": round(sum((r["image_score"] - r["label"]) ** 2 for r in recs) / len(recs), 4),
-    "calibration": json.load(open(os.path.join(out, "calibration.json"))),
-    "report_metrics": json.load(open(os.path.join(out, "report.json"))),
+    "untouched_flagged": m["image_fp"], "untouched": m["image_fp"] + m["image_tn"],
+    "edited_flagged": m["image_tp"], "edited": m["num_tampered"],
+    "untouched_flagged_pixel_share": round(m["pristine_flagged_share"], 5),
+    "pixel_f1": round(m["pixel_f1"], 4), "doc_f1": round(m["doc_f1"], 4),
+    "brier": round(m["calibration"]["brier"], 4),
 }
-summary["untouched_flagged_pixel_share"] = round(summary["untouched_region_pixels"] / summary["untouched_pixels"], 5)
-json.dump(summary, open(os.path.join(out, "summary.json"), "w"), indent=1)
-print(json.dumps({k: v for k, v in summary.items() if k not in ("calibration", "report_metrics")}))
+json.dump(dict(summary, calibration=json.load(open(os.path.join(out, "calibration.json"))), report_metrics=m),
+          open(os.path.join(out, "summary.json"), "w"), indent=1)
+print(json.dumps(summary))
 PY

@@ -20,6 +20,7 @@
 #   rendered/                      `diffnet synth` rendered documents (all layouts and fonts), 512² crops
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/receipts.sh
 SRC=${1:-../shared/data/receipts}
 OUT=${2:-data/train}
 DIFFNET=${3:-build/diffnet}
@@ -33,8 +34,7 @@ n=0
 for f in "$SRC"/images/*.jpg; do
   id=$(basename "$f" .jpg)
   if grep -qx "$id" data/splits/receipts-val.txt; then continue; fi
-  ln -s "$(realpath "$f")" "$OUT/receipts-src/images/$id.jpg"
-  ln -s "$(realpath "$SRC/boxes/$id.txt")" "$OUT/receipts-src/boxes/$id.txt"
+  link_receipt "$SRC" "$id" "$OUT/receipts-src"
   realpath "$f" >> "$OUT/real-untouched.txt"
   n=$((n + 1))
 done

@@ -25,6 +25,7 @@
 # is what docs/eval.md reports. Never train on either (nor on other edits of these receipts).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/receipts.sh
 SRC=${1:-../shared/data/receipts}
 OUT=${2:-data/val}
 DIFFNET=${3:-build/diffnet}
@@ -63,8 +64,7 @@ make_half() {  # make_half NAME SEED
     [ -n "$id" ] || continue
     cp "$SRC/images/$id.jpg" "$dir/images/u-$id.jpg"
     zero_mask "$(grep "^$id," "$SRC/index.csv" | cut -d, -f2,3)" "$dir/masks/u-$id.png"
-    ln -s "$(realpath "$SRC/images/$id.jpg")" "$tmp/src/images/$id.jpg"
-    ln -s "$(realpath "$SRC/boxes/$id.txt")" "$tmp/src/boxes/$id.txt"
+    link_receipt "$SRC" "$id" "$tmp/src"
     n=$((n + 1))
   done < "$list"
   # Untouched but re-saved once, same output pipeline as the edits below.

@@ -118,11 +118,7 @@ TEST(Serve, PredictHealthPageAndErrors) {
   ASSERT_GT(rs.server.port(), 0);
   httplib::Client cli("127.0.0.1", rs.server.port());
   cli.set_read_timeout(120, 0);
-  auto health = cli.Get("/health");
-  for (int i = 0; i < 100 && !health; ++i) {  // listen() starts in the other thread
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    health = cli.Get("/health");
-  }
+  auto health = wait_health(cli);
   ASSERT_TRUE(health);
   EXPECT_EQ(health->status, 200);
   EXPECT_EQ(body_json(health)["status"], "ok");

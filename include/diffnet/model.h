@@ -74,6 +74,8 @@ void save_model(DiffNet& model, const std::string& path, at::ScalarType dtype = 
 // of its config, with metadata "train_size" set to the run's crop size. Refused before building: non-finite
 // tensors, and a config whose backbone needs more parameters than the file holds.
 DiffNet load_model(const std::string& path, std::map<std::string, std::string>* metadata = nullptr);
+// Only the model config such a file (weights or checkpoint) carries, without building the model.
+ModelConfig load_model_config(const std::string& path);
 
 // Imports an ImageNet ConvNeXt-V2 checkpoint (safetensors, timm names `stem.*`, `stages.i.blocks.j.*` or the
 // official `downsample_layers.*`, `stages.i.j.*`) into the rgb.* tensors of `model`; head.* / norm.* (the

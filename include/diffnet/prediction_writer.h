@@ -38,8 +38,10 @@ class PredictionWriter {
   std::string base_name(const std::string& file);
   // Writes p's maps as dir/<base>.prob.png (+ .overlay.png) and stores `record` with "outputs" added
   // (returned). The record's key is its input's exact name ("file_hex" when present, else "file"). When a
-  // map cannot be written nothing of this prediction is left behind (the error propagates).
-  nlohmann::json write(const Prediction& p, nlohmann::json record, const std::string& base);
+  // map cannot be written nothing of this prediction is left behind (the error propagates). prob_u8:
+  // prob_to_u8(p.prob) when the caller already has it (undefined: computed here).
+  nlohmann::json write(const Prediction& p, nlohmann::json record, const std::string& base,
+                       const at::Tensor& prob_u8 = {});
   // Rewrites predictions.jsonl now (atomic). Done by write() every flush_interval_s and by the destructor,
   // so an interrupted run loses at most the records of its last seconds, never the file.
   void flush();

@@ -118,9 +118,9 @@ struct CheckpointData {
 };
 CheckpointData read_checkpoint(const std::string& path);
 // What --init starts from: the tensors of diffnet weights, or the model weights of a training checkpoint
-// (a run stopped early: RUN/checkpoints/last.safetensors), and the model config JSON each one carries.
+// (a run stopped early: RUN/checkpoints/last.safetensors; checksum verified). Its model config:
+// load_model_config (model.h).
 std::map<std::string, at::Tensor> init_weights(const std::string& path);
-nlohmann::json init_model_config(const std::string& path);
 // Loads a read checkpoint into a model built from its config, the optimizer and the CPU generator.
 void restore_checkpoint(const CheckpointData& ck, DiffNet& model, AdamW& opt);
 

@@ -32,7 +32,7 @@ EvalMetrics evaluate_dataset(Predictor& predictor, const EvalOptions& opt) {
     if (writer) {
       nlohmann::json rec = prediction_to_json(p, predictor.options().threshold);
       rec["label"] = li.tampered() ? 1 : 0;
-      writer->write(p, std::move(rec), li.id);  // <id>.prob.png: what `diffnet score` reads
+      writer->write(p, std::move(rec), li.id, u8);  // <id>.prob.png: what `diffnet score` reads
     }
     spent_s += p.timings.total_ms / 1e3;
     char extra[64];

@@ -71,10 +71,11 @@ std::string PredictionWriter::base_name(const std::string& file) {
   return candidate;
 }
 
-nlohmann::json PredictionWriter::write(const Prediction& p, nlohmann::json record, const std::string& base) {
+nlohmann::json PredictionWriter::write(const Prediction& p, nlohmann::json record, const std::string& base,
+                                       const at::Tensor& prob_u8) {
   const std::string prefix = dir_ + "/" + base;
   const std::string prob = prefix + ".prob.png", overlay = prefix + ".overlay.png";
-  write_png(prob, prob_to_u8(p.prob));
+  write_png(prob, prob_u8.defined() ? prob_u8 : prob_to_u8(p.prob));
   record["outputs"] = {{"prob", valid_utf8(prob)}};
   if (opt_.overlays) {
     try {

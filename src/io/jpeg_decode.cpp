@@ -20,10 +20,11 @@ struct Decoder {
   JpegErrorMgr err;
   jpeg_progress_mgr progress;
   bool created = false;
-  Decoder() {
+  explicit Decoder(const DecodeOptions& opt) {
     std::memset(&cinfo, 0, sizeof(cinfo));
     std::memset(&progress, 0, sizeof(progress));
     jpeg_install_error_handler(&err, reinterpret_cast<jpeg_common_struct*>(&cinfo));
+    err.warnings = opt.warnings;  // recoverable warnings collected, or errors
   }
   ~Decoder() {
     if (created) jpeg_destroy_decompress(&cinfo);
@@ -164,8 +165,7 @@ void require_luma_first(const Decoder& d, const std::string& name) {
 }  // namespace
 
 ImageInfo jpeg_info(const uint8_t* data, size_t size, const std::string& name, const DecodeOptions& opt) {
-  Decoder d;
-  d.err.warnings = opt.warnings;
+  Decoder d(opt);
   header(d, data, size, name);
   const jpeg_decompress_struct& c = d.cinfo;
   check_pixel_limit(c.image_width, c.image_height, name, opt);
@@ -193,8 +193,7 @@ ImageInfo jpeg_info(const uint8_t* data, size_t size, const std::string& name, c
 
 at::Tensor jpeg_decode(const uint8_t* data, size_t size, const std::string& name, const DecodeOptions& opt,
                        DecodeMode mode, int* exif) {
-  Decoder d;
-  d.err.warnings = opt.warnings;
+  Decoder d(opt);
   header(d, data, size, name);
   require_luma_first(d, name);
   const int64_t w = d.cinfo.image_width, h = d.cinfo.image_height;
@@ -209,8 +208,7 @@ at::Tensor jpeg_decode(const uint8_t* data, size_t size, const std::string& name
 
 JpegCoefficients jpeg_coefficients(const uint8_t* data, size_t size, const std::string& name,
                                    const DecodeOptions& opt) {
-  Decoder d;
-  d.err.warnings = opt.warnings;
+  Decoder d(opt);
   header(d, data, size, name);
   require_luma_first(d, name);
   if (d.cinfo.jpeg_color_space == JCS_RGB)

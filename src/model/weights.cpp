@@ -29,12 +29,9 @@ void check_weights_file(const ModelConfig& cfg, const std::map<std::string, at::
   double needed = 0;
   for (size_t i = 0; i < cfg.dims.size() && i < cfg.depths.size(); ++i)
     needed += 8.0 * double(cfg.depths[i]) * double(cfg.dims[i]) * double(cfg.dims[i]);
-  if (needed > double(held)) {
-    std::string dims = "[";
-    for (size_t i = 0; i < cfg.dims.size(); ++i) dims += (i ? ", " : "") + std::to_string(cfg.dims[i]);
-    throw Error(path, "model config dims " + dims + "] need at least " + std::to_string(int64_t(needed)) +
+  if (needed > double(held))
+    throw Error(path, "model config dims " + shape_str(cfg.dims) + " need at least " + std::to_string(int64_t(needed)) +
                           " parameters, the file holds " + std::to_string(held) + ": config and tensors do not match");
-  }
   for (const auto& kv : tensors)
     if (at::isFloatingType(kv.second.scalar_type()) && !at::isfinite(kv.second).all().item<bool>())
       throw Error(path, "tensor '" + kv.first + "' has non-finite values (NaN or infinity): the file is damaged");
@@ -94,34 +91,52 @@ void save_model(DiffNet& model, const std::string& path, at::ScalarType dtype,
   save_safetensors(path, state, meta);
 }
 
-DiffNet load_model(const std::string& path, std::map<std::string, std::string>* metadata) {
-  SafeTensors st = load_safetensors(path);
+namespace {
+
+// A training checkpoint (RUN/checkpoints/last.safetensors) holds the model as "model.<name>" next to the
+// optimizer state, and {"model": config, "train": ...} as its config: its model is usable as is.
+bool is_checkpoint(const SafeTensors& st) {
   auto fmt = st.metadata.find("format");
-  // A training checkpoint (RUN/checkpoints/last.safetensors) holds the model as "model.<name>" next to
-  // the optimizer state, and {"model": config, "train": ...} as its config: its model is usable as is.
-  const bool checkpoint = fmt != st.metadata.end() && fmt->second == "diffnet-checkpoint";
-  if (!checkpoint && (fmt == st.metadata.end() || fmt->second != "diffnet"))
+  return fmt != st.metadata.end() && fmt->second == "diffnet-checkpoint";
+}
+
+// The model config of a weights file or checkpoint; for a checkpoint also sets metadata "train_size" to
+// the run's crop size, the window predict uses by default, as for exported weights.
+ModelConfig model_config_of(SafeTensors& st, const std::string& path) {
+  auto fmt = st.metadata.find("format");
+  if (!is_checkpoint(st) && (fmt == st.metadata.end() || fmt->second != "diffnet"))
     throw Error(path, "not a DiffNet weights file (no __metadata__ format = diffnet; for a timm ConvNeXt-V2 "
                       "checkpoint use `diffnet convert --from timm`)");
   auto cfg_it = st.metadata.find("config");
   if (cfg_it == st.metadata.end()) throw Error(path, "weights file has no model config in its metadata");
-  if (checkpoint) {
-    std::map<std::string, at::Tensor> model;
-    for (auto& kv : st.tensors)
-      if (kv.first.rfind("model.", 0) == 0) model[kv.first.substr(6)] = std::move(kv.second);
-    st.tensors = std::move(model);
-  }
-  ModelConfig cfg;
   try {
     nlohmann::json j = nlohmann::json::parse(cfg_it->second);
-    cfg = model_config_from_json(checkpoint ? j.at("model") : j);
-    // The run's crop size is the window predict uses by default, as for exported weights.
-    if (checkpoint && j.contains("train") && j.at("train").contains("size"))
+    if (!is_checkpoint(st)) return model_config_from_json(j);
+    if (j.contains("train") && j.at("train").contains("size"))
       st.metadata["train_size"] = std::to_string(j.at("train").at("size").get<int64_t>());
+    return model_config_from_json(j.at("model"));
   } catch (const nlohmann::json::exception& e) {
     throw Error(path, std::string("invalid model config JSON: ") + e.what());
   } catch (const Error& e) {
     throw Error(path, e.what());
+  }
+}
+
+}  // namespace
+
+ModelConfig load_model_config(const std::string& path) {
+  SafeTensors st = load_safetensors(path);
+  return model_config_of(st, path);
+}
+
+DiffNet load_model(const std::string& path, std::map<std::string, std::string>* metadata) {
+  SafeTensors st = load_safetensors(path);
+  const ModelConfig cfg = model_config_of(st, path);
+  if (is_checkpoint(st)) {
+    std::map<std::string, at::Tensor> model;
+    for (auto& kv : st.tensors)
+      if (kv.first.rfind("model.", 0) == 0) model[kv.first.substr(6)] = std::move(kv.second);
+    st.tensors = std::move(model);
   }
   check_weights_file(cfg, st.tensors, path);
   DiffNet model(cfg);

@@ -95,24 +95,26 @@ struct Server::Impl {
     if (req.has_header("Content-Length") && std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10) > limit)
       return json_error(res, 413, too_large);
     size_t received = 0;
-    auto within = [&](size_t n) { return (received += n) <= limit; };  // false stops reading
-    if (req.is_multipart_form_data()) {
-      std::vector<httplib::MultipartFormData> parts;
+    // Appends a chunk while the upload stays within the limit; false stops reading.
+    auto take = [&](std::string& into, const char* data, size_t n) {
+      if ((received += n) > limit) return false;
+      into.append(data, n);
+      return true;
+    };
+    std::vector<httplib::MultipartFormData> parts;
+    if (req.is_multipart_form_data())
       reader([&](const httplib::MultipartFormData& part) { parts.push_back(part); return true; },
-             [&](const char* data, size_t n) { parts.back().content.append(data, n); return within(n); });
-      if (received > limit) return json_error(res, 413, too_large);
+             [&](const char* data, size_t n) { return take(parts.back().content, data, n); });
+    else
+      reader([&](const char* data, size_t n) { return take(body, data, n); });
+    if (received > limit) return json_error(res, 413, too_large);
+    if (req.is_multipart_form_data()) {
       auto file = std::find_if(parts.begin(), parts.end(), [](const auto& p) { return p.name == "file"; });
       if (file == parts.end()) return json_error(res, 400, "multipart upload needs a field named 'file'");
       body = std::move(file->content);
       if (!file->filename.empty()) name = file->filename;
-    } else {
-      reader([&](const char* data, size_t n) {
-        if (!within(n)) return false;
-        body.append(data, n);
-        return true;
-      });
-      if (received > limit) return json_error(res, 413, too_large);
-      if (req.has_param("name")) name = req.get_param_value("name");
+    } else if (req.has_param("name")) {
+      name = req.get_param_value("name");
     }
     if (!is_valid_utf8(name)) return json_error(res, 400, "the file name is not valid UTF-8");
     if (body.empty()) return json_error(res, 400, "empty upload: send the image as the body or a multipart field 'file'");

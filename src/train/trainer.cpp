@@ -91,20 +91,6 @@ std::map<std::string, at::Tensor> init_weights(const std::string& path) {
   return std::move(st.tensors);
 }
 
-nlohmann::json init_model_config(const std::string& path) {
-  SafeTensors st = load_safetensors(path);
-  auto it = st.metadata.find("config");
-  if (it == st.metadata.end()) throw Error(path, "no model config in the weights metadata: pass --preset");
-  nlohmann::json j = nlohmann::json::parse(it->second, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) throw Error(path, "metadata config is not valid JSON");
-  auto f = st.metadata.find("format");
-  if (f != st.metadata.end() && f->second == "diffnet-checkpoint") {
-    if (!j.contains("model")) throw Error(path, "checkpoint config has no model");
-    return j.at("model");
-  }
-  return j;
-}
-
 TrainSummary run_training(const TrainConfig& cfg_in, const ModelConfig& mcfg_in, const TrainOptions& opt) {
   if (opt.out.empty()) throw Error("train", "--out RUN_DIR is required");
   const std::string ck_dir = opt.out + "/checkpoints", ck_path = ck_dir + "/last.safetensors";

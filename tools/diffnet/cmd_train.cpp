@@ -33,7 +33,7 @@ ModelConfig build_model_config(const TrainArgs& a, const nlohmann::json& file, c
   if (preset.empty() && file.contains("preset")) preset = file.at("preset").get<std::string>();
   ModelConfig m;
   if (preset.empty() && !file.contains("model") && !init.empty()) {
-    m = model_config_from_json(init_model_config(init));
+    m = load_model_config(init);
   } else {
     m = model_preset(preset.empty() ? "atto" : preset);
   }
