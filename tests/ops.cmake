@@ -1,4 +1,4 @@
-# Module `ops`: the zero-sum discrepancy operator (issue 3).
+# Module `ops`: the zero-sum discrepancy operator (docs/ops.md).
 diffnet_test(ops SOURCES test_ops.cpp test_ops_checks.cpp LIBS diffnet_ops)
 
 # The CUDA kernels are raw CUDA (no torch headers): wherever nvcc exists, at least check they compile

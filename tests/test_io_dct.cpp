@@ -51,7 +51,7 @@ int64_t reference_round(double v) {
   return static_cast<int64_t>(std::nearbyint(v));
 }
 
-// Reference pixel-path map: float luma formula check happens elsewhere; here L is computed as in DESIGN §3.
+// Reference pixel-path map: float luma formula check happens elsewhere; here L is computed as in docs/design.md §3.2.
 at::Tensor reference_pixel_dct(const at::Tensor& rgb, const at::Tensor& qt) {
   const int64_t H = rgb.size(0), W = rgb.size(1);
   at::Tensor out = at::empty({H, W}, at::kByte);

@@ -21,7 +21,7 @@ Inputs make_inputs(int64_t B, int64_t H, int64_t W, uint64_t seed = 0) {
           torch::randint(1, 256, {B, 64}, at::kLong)};
 }
 
-// ConvNeXt-V2 backbone parameters from the published formulas (reference/convnext-and-style.md A1):
+// ConvNeXt-V2 backbone parameters from the published formulas (docs/design.md §2.1):
 // stem 51 C0, downsampler 2 C_i + 4 C_i C_{i+1} + C_{i+1}, block 8 C^2 + 65 C.
 int64_t backbone_formula(const std::vector<int64_t>& dims, const std::vector<int64_t>& depths) {
   int64_t n = 51 * dims[0];
@@ -63,7 +63,7 @@ TEST(ModelNet, ParameterCounts) {
     DiffNet m(model_preset(v));
     EXPECT_EQ(count_parameters(m, "rgb."), backbone_formula(m->config().dims, m->config().depths)) << v;
   }
-  // Neck of base (DESIGN §2.6): 6 DCT blocks + 6 refine blocks at 256 = 2 x 3,245,568.
+  // Neck of base (docs/design.md §2.6): 6 DCT blocks + 6 refine blocks at 256 = 2 x 3,245,568.
   EXPECT_EQ(count_parameters(base, "dct.blocks."), 3245568);
   EXPECT_EQ(count_parameters(base, "decoder.refine."), 3245568);
   EXPECT_EQ(count_parameters(base, "fuse."), (256 + 256) * 256 + 256);

@@ -404,7 +404,7 @@ TEST(ModelUnits, ConfigJsonRoundTripAndErrors) {
 }
 
 TEST(ModelUnits, BackboneFlopsMatchPublishedFigures) {
-  // reference/cpp-stack.md: forward GFLOP at 512^2 for atto / nano / tiny / base: 5.72 / 25.6 / 46.6 / 160.4.
+  // docs/design.md §2.1: forward GFLOP at 512^2 for atto / nano / tiny / base: 5.72 / 25.6 / 46.6 / 160.4.
   const std::pair<const char*, double> cases[] = {{"atto", 5.72}, {"nano", 25.6}, {"tiny", 46.6}, {"base", 160.4}};
   for (const auto& c : cases) {
     std::vector<int64_t> dims, depths;

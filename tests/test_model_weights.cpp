@@ -44,7 +44,7 @@ ModelConfig small_config() {
   return c;
 }
 
-// A ConvNeXt-V2 checkpoint written from the published layout (reference/convnext-and-style.md A2), random
+// A ConvNeXt-V2 checkpoint written from the published layout (docs/design.md §7.2), random
 // values. timm names (conv_mlp: 4-D fc weights as for atto..nano) or the official names.
 std::map<std::string, at::Tensor> convnext_fixture(const std::vector<int64_t>& dims, const std::vector<int64_t>& depths,
                                                    bool conv_mlp, bool official) {

@@ -1,4 +1,4 @@
-// Tests of the zero-sum discrepancy operator (issue 3): the dense reference against an independent float64
+// Tests of the zero-sum discrepancy operator (docs/ops.md): the dense reference against an independent float64
 // loop, the fused op against the dense reference and finite differences (float64, all K x M, both
 // families, odd/non-square/tiny maps, batch > 1, channels_last and strided inputs), determinism,
 // inference helpers, errors, the benchmark's output, and the same checks on CUDA when present.
@@ -31,7 +31,7 @@ int64_t mirror(int64_t i, int64_t n) {
   return i;
 }
 
-// The operator's formula as a plain float64 loop (DESIGN §2.4): a = theta or |theta|, s = sum a,
+// The operator's formula as a plain float64 loop (docs/design.md §2.4): a = theta or |theta|, s = sum a,
 // u = sum_{d != 0} a_d x~(p+d) - s x(p), T = sum_m w_m act(u_m) + b.
 at::Tensor loop_reference(const at::Tensor& x_in, const at::Tensor& theta_in, const at::Tensor& w_in,
                           const at::Tensor& b_in, int64_t n_free, const std::string& act) {

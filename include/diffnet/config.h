@@ -1,4 +1,4 @@
-// Model configuration: presets (DESIGN §2.6), every ablation switch of §2.7, and JSON (de)serialisation.
+// Model configuration: presets (docs/design.md §2.6), every ablation switch of §2.7, and JSON (de)serialisation.
 // A weights file carries this JSON in its safetensors __metadata__["config"] so it describes its model.
 #pragma once
 
@@ -61,12 +61,12 @@ struct ModelConfig {
   void validate() const;
 };
 
-// Presets: "base", "tiny", "atto" (DESIGN §2.6), plus "nano" and "femto"/"pico" backbones with atto's neck.
+// Presets: "base", "tiny", "atto" (docs/design.md §2.6), plus "nano" and "femto"/"pico" backbones with atto's neck.
 // Throws Error for an unknown name (listing the known ones).
 ModelConfig model_preset(const std::string& name);
 std::vector<std::string> model_preset_names();
 
-// Applies one of the paper's ablations "A0".."A20" to a config (DESIGN §2.7); throws for unknown ids.
+// Applies one of the paper's ablations "A0".."A20" to a config (docs/design.md §2.7); throws for unknown ids.
 void apply_ablation(ModelConfig& cfg, const std::string& id);
 
 // ConvNeXt-V2 variant dims/depths; throws for unknown names.

@@ -1,5 +1,5 @@
-// Training data (DESIGN §3–§4): a seeded RNG with our own distributions, the Syn2Real-TDoc augmentation
-// pipeline (tdoc-protocol.md §1–§2) with 8-aligned tamper-aware crops, weighted mixing of several
+// Training data (docs/design.md §3, §4.2): a seeded RNG with our own distributions, the Syn2Real-TDoc augmentation
+// pipeline (§4.2) with 8-aligned tamper-aware crops, weighted mixing of several
 // dataset sources, and a multi-threaded prefetching loader whose batches depend only on (seed, position).
 #pragma once
 
@@ -66,7 +66,7 @@ struct TrainSample {
 };
 
 // Builds a training sample from a loaded item with crop size `size` (multiple of 8). Every random choice
-// comes from rng, in a fixed order (tdoc-protocol.md §1–§2 with 8-aligned crops, see docs/data.md).
+// comes from rng, in a fixed order (docs/design.md §4.2 with 8-aligned crops, see docs/data.md).
 TrainSample make_train_sample(const LoadedItem& item, int64_t size, const AugmentConfig& cfg, Rng& rng);
 
 // Places a (ch, cw) window in an (h, w) mask with offsets multiples of 8 (ch <= h, cw <= w). With

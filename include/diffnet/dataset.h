@@ -1,4 +1,4 @@
-// Dataset sources (DESIGN §4): images/ + masks/ folders, DocTamper LMDB, list files; items load lazily.
+// Dataset sources (docs/design.md §4.5): images/ + masks/ folders, DocTamper LMDB, list files; items load lazily.
 #pragma once
 
 #include <ATen/ATen.h>

@@ -1,4 +1,4 @@
-// The DCT inputs of DESIGN §3: clipped |quantized luma DCT| maps and luminance tables.
+// The DCT inputs of docs/design.md §3: clipped |quantized luma DCT| maps and luminance tables.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -21,10 +21,10 @@ at::Tensor ones_table();
 // exact=true when equal. qt: 64 entries, natural order.
 int estimate_jpeg_quality(const at::Tensor& qt, bool* exact = nullptr);
 
-// Luma from RGB as in DESIGN §3: L = (19595R + 38470G + 7471B + 32768) >> 16, uint8 (H, W).
+// Luma from RGB as in docs/design.md §3.2: L = (19595R + 38470G + 7471B + 32768) >> 16, uint8 (H, W).
 at::Tensor rgb_to_luma(const at::Tensor& rgb);
 
-// Pixel-path DCT map (DESIGN §3): luma - 128, orthonormal 8x8 DCT-II on a grid starting at (0,0),
+// Pixel-path DCT map (docs/design.md §3.2): luma - 128, orthonormal 8x8 DCT-II on a grid starting at (0,0),
 // divided by qt (int64 64, natural order), rounded half to even, abs, clipped to kDctClip.
 // rgb: uint8 (H, W, 3) RGB or (H, W) luma, H and W multiples of 8 (callers pad). Returns uint8 (H, W).
 // float64 arithmetic; quotients within 1e-7 of a half-integer count as exact ties. OpenMP over block rows.

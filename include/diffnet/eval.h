@@ -1,4 +1,4 @@
-// Scoring whole sets (DESIGN §4): `diffnet score` (any method's saved 8-bit probability maps against
+// Scoring whole sets (docs/design.md §4.4): `diffnet score` (any method's saved 8-bit probability maps against
 // ground-truth masks) and `diffnet eval` (run a model over a dataset, then the same metrics code).
 #pragma once
 

@@ -1,4 +1,4 @@
-// Tampering-localisation metrics (DESIGN §4): the Syn2Real-TDoc protocol (pixel TP/FP/FN summed over the
+// Tampering-localisation metrics (docs/design.md §4.4): the Syn2Real-TDoc protocol (pixel TP/FP/FN summed over the
 // whole set, image-level P/R/F1 at 0.5, plus IoU and ROC AUC) and the ForensicHub Doc protocol (per-image
 // pixel F1 at 0.5 averaged over images with at least one tampered pixel). Pure counting; no model.
 #pragma once

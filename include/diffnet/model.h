@@ -1,6 +1,6 @@
-// The DiffNet model (DESIGN §2): ConvNeXt-V2 RGB branch, DCT joint-embedding branch, early fusion,
+// The DiffNet model (docs/design.md §2): ConvNeXt-V2 RGB branch, DCT joint-embedding branch, early fusion,
 // multi-level zero-sum discrepancy transformation, FPN + refinement decoder, pixel and image heads.
-// Module registration names follow DESIGN §7 so state-dict keys are the weight names.
+// Module registration names follow docs/design.md §7 so state-dict keys are the weight names.
 #pragma once
 
 #include <torch/torch.h>
@@ -21,7 +21,7 @@ struct DiffNetOutput {
   at::Tensor cls_logits;  // (B, 2)
 };
 
-// ImageNet mean/std used to normalise RGB (DESIGN §3).
+// ImageNet mean/std used to normalise RGB (docs/design.md §3.3).
 constexpr double kRgbMean[3] = {0.485, 0.456, 0.406};
 constexpr double kRgbStd[3] = {0.229, 0.224, 0.225};
 
@@ -58,7 +58,7 @@ class DiffNetImpl : public torch::nn::Module {
 };
 TORCH_MODULE(DiffNet);
 
-// Named parameters and buffers (DESIGN §7 names), CPU, in the model's dtype.
+// Named parameters and buffers (docs/design.md §7 names), CPU, in the model's dtype.
 std::map<std::string, at::Tensor> model_state(DiffNet& model);
 
 // Loads tensors into the model. Strict: unknown, missing or mis-shaped tensors are an Error naming the

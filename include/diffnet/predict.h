@@ -1,4 +1,4 @@
-// Whole-image inference (DESIGN §3–§4): R x R windows on the JPEG 8x8 grid, batched forward passes,
+// Whole-image inference (docs/design.md §4.3): R x R windows on the JPEG 8x8 grid, batched forward passes,
 // window probabilities blended with raised-cosine weights (or max-merged: the Syn2Real protocol rule),
 // and a page score: a calibrated probability computed from a size-invariant page statistic when the
 // weights carry calibration metadata (docs/eval.md), else the max over windows of softmax(cls)[1].

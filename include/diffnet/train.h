@@ -1,4 +1,4 @@
-// Training (DESIGN §4, tdoc-protocol.md §3): focal loss, AdamW, warm-up + cosine schedule, gradient
+// Training (docs/design.md §4.1): focal loss, AdamW, warm-up + cosine schedule, gradient
 // accumulation, atomic checkpoints that resume exactly, run directory with config and JSONL log.
 #pragma once
 

@@ -1,4 +1,4 @@
-// The zero-sum discrepancy operator of DESIGN §2.4, behind one interface with two implementations:
+// The zero-sum discrepancy operator of docs/design.md §2.4, behind one interface with two implementations:
 //   dense  — materialised K×K kernels + reflect pad + depthwise conv + activation + projection (reference)
 //   fused  — hand-written forward/backward (CPU; CUDA when built with DIFFNET_CUDA), abs only
 // Shapes: x (B,C,H,W); theta (C,M,K*K-1) neighbour coefficients in raster order skipping the centre;
@@ -55,7 +55,7 @@ bool zero_sum_has_cuda();
 // True when this build has the CUDA kernels and a CUDA device is usable.
 bool zero_sum_cuda_available();
 
-// ---- Inference (DESIGN §2.4, item 3): materialise once after loading weights, then run without autograd.
+// ---- Inference (docs/design.md §2.4, item 3): materialise once after loading weights, then run without autograd.
 struct ZeroSumCoefficients {
   at::Tensor kernels;  // (C, M, K*K) full kernels: a at the neighbours, -s at the centre (detached)
   at::Tensor weight;   // (C, M)

@@ -1,4 +1,4 @@
-// `diffnet bench --op zero-sum`: dense vs fused timings on the stage shapes of `base` (issue 3).
+// `diffnet bench --op zero-sum`: dense vs fused timings on the stage shapes of `base`.
 #pragma once
 
 #include <string>

@@ -1,5 +1,5 @@
 // One training sample: first crop, augmentation, crop/pad to R, homography, JPEG passes, DCT
-// (tdoc-protocol.md §1–§2; crop and pad offsets are multiples of 8, DESIGN §3).
+// (docs/design.md §4.2; crop and pad offsets are multiples of 8, §3.3).
 #include <algorithm>
 #include <cmath>
 #include <vector>

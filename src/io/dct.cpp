@@ -1,4 +1,4 @@
-// DCT inputs of DESIGN §3: IJG tables, quality estimate, luma, pixel-path DCT, clipped file coefficients.
+// DCT inputs of docs/design.md §3: IJG tables, quality estimate, luma, pixel-path DCT, clipped file coefficients.
 #include "diffnet/dct.h"
 
 #include <omp.h>

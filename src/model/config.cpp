@@ -1,4 +1,4 @@
-// Model configuration: presets, ablation switches, validation and JSON (DESIGN §2.6, §2.7).
+// Model configuration: presets, ablation switches, validation and JSON (docs/design.md §2.6, §2.7).
 #include "diffnet/config.h"
 
 #include <algorithm>

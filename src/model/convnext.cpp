@@ -1,4 +1,4 @@
-// ConvNeXt-V2 building blocks (DESIGN §2.1).
+// ConvNeXt-V2 building blocks (docs/design.md §2.1).
 #include "model/convnext.h"
 
 

@@ -1,4 +1,4 @@
-// ConvNeXt-V2 building blocks (DESIGN §2.1) with timm's module names, computing on channels_last
+// ConvNeXt-V2 building blocks (docs/design.md §2.1) with timm's module names, computing on channels_last
 // activations: convs see NCHW tensors in NHWC memory, LayerNorm/Linear/GRN run on free NHWC views.
 #pragma once
 

@@ -1,4 +1,4 @@
-// DCT branch (DESIGN §2.2) and the FPH ablation (A1).
+// DCT branch (docs/design.md §2.2) and the FPH ablation (A1).
 #include "model/dct_branch.h"
 
 #include "model/convnext.h"

@@ -1,4 +1,4 @@
-// DCT branch (DESIGN §2.2): the frequency-index-aware joint embedding (ours) and DTD's FPH (ablation A1).
+// DCT branch (docs/design.md §2.2): the frequency-index-aware joint embedding (ours) and DTD's FPH (ablation A1).
 // Both map dct (B,H,W) int64 in 0..20 and qt (B,64) int64 in 1..255 to (B, 64*d, H/8, W/8), channels_last.
 #pragma once
 
@@ -48,7 +48,7 @@ class DctEmbed : public DctHead {
   bool gamma_, beta_;
 };
 
-// A1: DTD's Frequency Perception Head (reference/peers.md §1.1) with output width 64*d (256 for d = 4, as
+// A1: DTD's Frequency Perception Head (docs/design.md §2.7) with output width 64*d (256 for d = 4, as
 // DTD) so the fusion conv keeps its shape. qt is clamped to [0, 63] for the Embedding(64,16) lookup.
 // Names: conv1.{0,1}, conv2.{0,1}, qt_embed, conv0.{0,1}, blocks.{0..2}.* (MBConv).
 class Fph : public DctHead {

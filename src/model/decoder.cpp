@@ -1,4 +1,4 @@
-// Decoder and heads (DESIGN §2.5).
+// Decoder and heads (docs/design.md §2.5).
 #include "model/decoder.h"
 
 #include <cmath>

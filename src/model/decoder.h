@@ -1,4 +1,4 @@
-// Decoder and heads (DESIGN §2.5): FPN add with bilinear upsampling, ConvNeXt-V2 refinement on P2,
+// Decoder and heads (docs/design.md §2.5): FPN add with bilinear upsampling, ConvNeXt-V2 refinement on P2,
 // segmentation head on P1 (x4 to input size), image head on pooled P2' and tampered-probability statistics.
 #pragma once
 

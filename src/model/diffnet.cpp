@@ -1,4 +1,4 @@
-// DiffNet (DESIGN §2): RGB ConvNeXt-V2 + DCT branch with early fusion, discrepancy at every stage,
+// DiffNet (docs/design.md §2): RGB ConvNeXt-V2 + DCT branch with early fusion, discrepancy at every stage,
 // FPN + refinement decoder, pixel and image heads.
 #include <string>
 

@@ -1,4 +1,4 @@
-// The DiffNet submodules (DESIGN §2, names of §7), shared by the model, the weight tools and the tests.
+// The DiffNet submodules (docs/design.md §2, names of §7), shared by the model, the weight tools and the tests.
 #pragma once
 
 #include <memory>

@@ -1,4 +1,4 @@
-// Multi-level discrepancy transformation (DESIGN §2.4) and its ablation variants (A0, A14, A18, A19).
+// Multi-level discrepancy transformation (docs/design.md §2.4) and its ablation variants (A0, A14, A18, A19).
 #include "model/discrepancy.h"
 
 #include <c10/core/GradMode.h>
@@ -41,7 +41,7 @@ void FilterBank::init(torch::nn::Module& owner, const ModelConfig& cfg, int64_t 
     theta = owner.register_parameter("theta", torch::zeros({C, M, filter_ == "free" ? KK : KK - 1}));
     trunc_normal_(theta, 0.02);
   }
-  // Fan-in-aware projection init U(-1/sqrt(M), 1/sqrt(M)), bias 0 (DESIGN §2.4).
+  // Fan-in-aware projection init U(-1/sqrt(M), 1/sqrt(M)), bias 0 (docs/design.md §2.4).
   const double bound = 1.0 / std::sqrt(static_cast<double>(M));
   proj_weight = owner.register_parameter("proj_weight", torch::empty({C, M}).uniform_(-bound, bound));
   proj_bias = owner.register_parameter("proj_bias", torch::zeros({C}));

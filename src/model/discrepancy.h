@@ -1,4 +1,4 @@
-// Multi-level discrepancy transformation (DESIGN §2.4): T = phi(r(F)), r a 1x1 conv C_s -> D, phi per channel
+// Multi-level discrepancy transformation (docs/design.md §2.4): T = phi(r(F)), r a 1x1 conv C_s -> D, phi per channel
 // M depthwise KxK filters (zero-sum by default; free / SRM / Bayar for the ablations), activation, and a
 // per-channel projection back to one map.
 #pragma once

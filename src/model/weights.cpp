@@ -1,4 +1,4 @@
-// Model state and weights files (DESIGN §7): strict loading in the style of whisper.cpp's loader.
+// Model state and weights files (docs/design.md §7): strict loading in the style of whisper.cpp's loader.
 #include <torch/torch.h>
 
 #include "diffnet/common.h"

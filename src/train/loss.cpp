@@ -1,4 +1,4 @@
-// Focal loss (tdoc-protocol.md §3) and the learning-rate schedule.
+// Focal loss (docs/design.md §4.1) and the learning-rate schedule.
 #include <cmath>
 
 #include "diffnet/common.h"

@@ -1,5 +1,5 @@
 // diffnet inspect FILE...: image facts (format, size, colour, subsampling, luma table, quality) and an
-// optional dump of the DCT map of DESIGN §3 to safetensors.
+// optional dump of the DCT map of docs/design.md §3 to safetensors.
 #include <nlohmann/json.hpp>
 
 #include <cstdio>

@@ -1,4 +1,4 @@
-# Module `ops`: the zero-sum discrepancy operator (DESIGN §2.4): dense reference, fused CPU kernels,
+# Module `ops`: the zero-sum discrepancy operator (docs/design.md §2.4): dense reference, fused CPU kernels,
 # autograd, benchmark; CUDA kernels only with -DDIFFNET_CUDA=ON (raw kernels in a .cu without torch
 # headers + a thin LibTorch binding).
 set(DIFFNET_OPS_SOURCES

@@ -3,7 +3,7 @@
 // (zero_sum_kernel.cu) include no torch header, so they compile with nvcc alone; the LibTorch binding is
 // zero_sum_cuda.cpp (built only with DIFFNET_CUDA=ON).
 //
-// Tiles (DESIGN §2.4): 16x16 when min(H, W) >= 64 and K <= 5, 16x8 when K = 7, else 8x8; one thread per
+// Tiles (docs/design.md §2.4): 16x16 when min(H, W) >= 64 and K <= 5, 16x8 when K = 7, else 8x8; one thread per
 // output pixel, the reflected input tile and the coefficients in shared memory, K and M compile-time.
 // Weight gradients: per-block partials (fixed-order tree / loops in shared memory), then one kernel sums
 // them over (batch, tile) in a fixed order: bit-identical results run after run, no atomics.
