@@ -29,6 +29,45 @@ TEST(Common, AtomicWriteRoundTripAndReplace) {
   EXPECT_EQ(n, 1);
 }
 
+TEST(Common, AtomicFileInPiecesLeavesTheOldFileUntilCommit) {
+  const std::string dir = testutil::temp_dir("common-pieces"), path = dir + "/f.txt";
+  write_file_atomic(path, std::vector<uint8_t>{'o', 'l', 'd'});
+  auto text = [&] {
+    auto b = read_file(path);
+    return std::string(b.begin(), b.end());
+  };
+  {
+    AtomicFile f(path);
+    f.write("new ");
+    EXPECT_EQ(text(), "old");
+    EXPECT_TRUE(std::filesystem::exists(f.temp_path()));
+  }  // not committed: the temp file goes, the old file stays
+  EXPECT_EQ(text(), "old");
+  {
+    AtomicFile f(path);
+    f.write("new ");
+    f.write("text");
+    f.commit();
+    EXPECT_THROW(f.write("more"), Error);
+  }
+  EXPECT_EQ(text(), "new text");
+  int n = 0;
+  for (auto& e : std::filesystem::directory_iterator(dir)) (void)e, ++n;
+  EXPECT_EQ(n, 1);
+  EXPECT_THROW(AtomicFile(dir + "/missing/f.txt"), Error);
+}
+
+TEST(Common, Base64KnownVectors) {
+  auto enc = [](const std::string& s) { return base64_encode(std::vector<uint8_t>(s.begin(), s.end())); };
+  EXPECT_EQ(enc(""), "");
+  EXPECT_EQ(enc("f"), "Zg==");
+  EXPECT_EQ(enc("fo"), "Zm8=");
+  EXPECT_EQ(enc("foo"), "Zm9v");
+  EXPECT_EQ(enc("foob"), "Zm9vYg==");
+  EXPECT_EQ(enc("fooba"), "Zm9vYmE=");
+  EXPECT_EQ(enc("foobar"), "Zm9vYmFy");
+}
+
 TEST(Common, StaleTempFilesOfDeadWritersAreRemoved) {
   const std::string dir = testutil::temp_dir("common-stale");
   // A pid that no longer runs: a child that exited and was reaped.

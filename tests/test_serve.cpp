@@ -102,17 +102,6 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 
 }  // namespace
 
-TEST(Serve, Base64KnownVectors) {
-  auto enc = [](const std::string& s) { return base64_encode(std::vector<uint8_t>(s.begin(), s.end())); };
-  EXPECT_EQ(enc(""), "");
-  EXPECT_EQ(enc("f"), "Zg==");
-  EXPECT_EQ(enc("fo"), "Zm8=");
-  EXPECT_EQ(enc("foo"), "Zm9v");
-  EXPECT_EQ(enc("foob"), "Zm9vYg==");
-  EXPECT_EQ(enc("fooba"), "Zm9vYmE=");
-  EXPECT_EQ(enc("foobar"), "Zm9vYmFy");
-}
-
 TEST(Serve, PredictHealthPageAndErrors) {
   RunningServer rs(200 * 1024);
   ASSERT_GT(rs.server.port(), 0);

@@ -45,6 +45,25 @@ inline void write_file_atomic(const std::string& path, const std::vector<uint8_t
   write_file_atomic(path, bytes.data(), bytes.size());
 }
 
+// A file written atomically in pieces (bounded memory): write() appends to "<path>.tmp.<pid>", commit()
+// fsyncs and renames it to path. Destroyed uncommitted, the temp file is removed and path is untouched.
+class AtomicFile {
+ public:
+  explicit AtomicFile(std::string path);  // Error(path, "cannot write: ...") when the temp file cannot be made
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+  void write(const void* data, size_t size);
+  void write(const std::string& s) { write(s.data(), s.size()); }
+  void commit();
+  const std::string& path() const { return path_; }
+  const std::string& temp_path() const { return tmp_; }
+
+ private:
+  std::string path_, tmp_;
+  int fd_ = -1;
+};
+
 // Removes the temp files that write_file_atomic left in `dir` (not recursive) when its process was
 // killed mid-write ("<name>.tmp.<pid>" whose process no longer runs). Returns how many were removed.
 int remove_stale_temp_files(const std::string& dir);
@@ -65,6 +84,8 @@ bool is_valid_utf8(const std::string& s);
 // Bytes as lower-case hex ("ab" -> "6162") and back (Error for odd length or a non-hex digit).
 std::string hex_bytes(const std::string& s);
 std::string from_hex(const std::string& hex);
+// Standard base64 (RFC 4648, with '=' padding).
+std::string base64_encode(const std::vector<uint8_t>& bytes);
 
 // Monotonic seconds since an arbitrary origin.
 double now_seconds();

@@ -32,9 +32,6 @@ struct ServeOptions {
   int connection_threads = 64;                  // at least workers + max_queue + 4
 };
 
-// Standard base64 (RFC 4648, with '=' padding).
-std::string base64_encode(const std::vector<uint8_t>& bytes);
-
 class Server {
  public:
   // One inference slot.

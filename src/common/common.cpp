@@ -132,41 +132,63 @@ std::vector<uint8_t> read_file(const std::string& path) {
   return bytes;
 }
 
-void write_file_atomic(const std::string& path, const void* data, size_t size) {
-  std::filesystem::path p(path);
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) throw Error(path, std::string("cannot write: ") + std::strerror(errno));
+AtomicFile::AtomicFile(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp." + std::to_string(::getpid())) {
+  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd_ < 0) throw Error(path_, std::string("cannot write: ") + std::strerror(errno));
+}
+
+AtomicFile::~AtomicFile() {
+  if (fd_ < 0) return;
+  ::close(fd_);
+  ::unlink(tmp_.c_str());
+}
+
+void AtomicFile::write(const void* data, size_t size) {
+  if (fd_ < 0) throw Error(path_, "write after commit or failure");
   const char* ptr = static_cast<const char*>(data);
   size_t left = size;
   while (left > 0) {
-    ssize_t n = ::write(fd, ptr, left);
+    ssize_t n = ::write(fd_, ptr, left);
     if (n < 0) {
       if (errno == EINTR) continue;
       int e = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw Error(path, std::string("write failed: ") + std::strerror(e));
+      ::close(fd_);
+      fd_ = -1;
+      ::unlink(tmp_.c_str());
+      throw Error(path_, std::string("write failed: ") + std::strerror(e));
     }
     ptr += n;
     left -= static_cast<size_t>(n);
   }
+}
+
+void AtomicFile::commit() {
+  if (fd_ < 0) throw Error(path_, "commit after commit or failure");
+  const int fd = fd_;
+  fd_ = -1;
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    ::unlink(tmp.c_str());
-    throw Error(path, "fsync/close failed");
+    ::unlink(tmp_.c_str());
+    throw Error(path_, "fsync/close failed");
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+  if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
     int e = errno;
-    ::unlink(tmp.c_str());
-    throw Error(path, std::string("rename failed: ") + std::strerror(e));
+    ::unlink(tmp_.c_str());
+    throw Error(path_, std::string("rename failed: ") + std::strerror(e));
   }
   // Make the rename itself durable.
+  std::filesystem::path p(path_);
   std::string dir = p.has_parent_path() ? p.parent_path().string() : ".";
   int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
   if (dfd >= 0) {
     ::fsync(dfd);
     ::close(dfd);
   }
+}
+
+void write_file_atomic(const std::string& path, const void* data, size_t size) {
+  AtomicFile f(path);
+  f.write(data, size);
+  f.commit();
 }
 
 int remove_stale_temp_files(const std::string& dir) {
@@ -270,6 +292,30 @@ std::string from_hex(const std::string& hex) {
   };
   std::string out;
   for (size_t i = 0; i < hex.size(); i += 2) out += static_cast<char>(digit(hex[i]) * 16 + digit(hex[i + 1]));
+  return out;
+}
+
+std::string base64_encode(const std::vector<uint8_t>& bytes) {
+  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 2 < bytes.size(); i += 3) {
+    uint32_t v = uint32_t(bytes[i]) << 16 | uint32_t(bytes[i + 1]) << 8 | bytes[i + 2];
+    for (int s : {18, 12, 6, 0}) out += kAlphabet[(v >> s) & 63];
+  }
+  if (i + 1 == bytes.size()) {
+    uint32_t v = uint32_t(bytes[i]) << 16;
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += "==";
+  } else if (i + 2 == bytes.size()) {
+    uint32_t v = uint32_t(bytes[i]) << 16 | uint32_t(bytes[i + 1]) << 8;
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += kAlphabet[(v >> 6) & 63];
+    out += '=';
+  }
   return out;
 }
 
