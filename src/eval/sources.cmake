@@ -15,7 +15,7 @@ if(TARGET diffnet_io)
 endif()
 if(TARGET diffnet_io AND TARGET diffnet_model)
   target_sources(diffnet_eval PRIVATE ${CMAKE_CURRENT_LIST_DIR}/predictor.cpp
-                 ${CMAKE_CURRENT_LIST_DIR}/prediction_writer.cpp)
+                 ${CMAKE_CURRENT_LIST_DIR}/prediction_writer.cpp ${CMAKE_CURRENT_LIST_DIR}/report.cpp)
   target_link_libraries(diffnet_eval PUBLIC diffnet_model)
   # The shipped default weights are looked up under the source tree (weights/diffnet-atto.safetensors).
   set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/predictor.cpp PROPERTIES

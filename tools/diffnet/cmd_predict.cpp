@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "diffnet/image_io.h"
 #include "diffnet/predict.h"
 #include "diffnet/prediction_writer.h"
+#include "diffnet/report.h"
 
 namespace diffnet::cli {
 namespace {
@@ -25,6 +27,8 @@ struct PredictCli {
   std::vector<std::string> inputs;
   std::string weights;
   std::string out_dir;
+  std::string report;  // --report FILE.html
+  std::string csv;     // --csv FILE.csv
   PredictOptions opt;
   bool json = false;
   bool table = false;
@@ -138,6 +142,18 @@ void run(const PredictCli& o) {
     wo.overlay = overlay;
     writer = std::make_unique<PredictionWriter>(o.out_dir, wo);
   }
+  // Opened before any inference, so that an unwritable path fails now rather than after the batch.
+  std::unique_ptr<HtmlReport> report;
+  std::unique_ptr<CsvReport> csv;
+  if (!o.report.empty() && o.report == o.csv) throw Error("--csv", "must name another file than --report");
+  if (!o.report.empty()) {
+    ReportOptions ro;
+    ro.model = predictor.model().source;
+    ro.threshold = o.opt.threshold;
+    ro.overlay = overlay;
+    report = std::make_unique<HtmlReport>(o.report, ro);
+  }
+  if (!o.csv.empty()) csv = std::make_unique<CsvReport>(o.csv);
   const bool table = o.table || !o.json;
   int width = 40;
   for (const auto& f : files) width = std::max(width, int(f.size()));
@@ -146,15 +162,17 @@ void run(const PredictCli& o) {
   Progress progress("predict", int64_t(files.size()), o.quiet || files.size() < 2 || table);
   for (const auto& file : files) {
     refresh_threads();  // a job that started beside us since the last input: use the cores left
+    std::optional<Prediction> p;
+    std::string error;
     try {
-      Prediction p = predictor.predict_file(file);
-      nlohmann::json record = prediction_to_json(p, o.opt.threshold);
-      if (writer) record = writer->write(p, std::move(record), writer->base_name(file));
+      p = predictor.predict_file(file);
+      nlohmann::json record = prediction_to_json(*p, o.opt.threshold);
+      if (writer) record = writer->write(*p, std::move(record), writer->base_name(file));
       if (o.json) {
         std::printf("%s\n", record.dump().c_str());
         std::fflush(stdout);
       }
-      if (table) print_table_row(p, width);
+      if (table) print_table_row(*p, width);
     } catch (const std::exception& e) {
       std::fflush(stdout);
       std::string what = e.what();
@@ -162,10 +180,17 @@ void run(const PredictCli& o) {
       if (what.rfind(file, 0) != 0) what = file + ": " + what;
       std::fprintf(stderr, "error: %s\n", what.c_str());
       ++failures;
+      p.reset();
+      error = what;
     }
+    // Outside the try: a report that cannot be written stops the run (it is not this input's failure).
+    if (report) p ? report->add(*p) : report->add_failure(file, error);
+    if (csv) p ? csv->add(*p) : csv->add_failure(file, error);
     progress.step();
   }
   progress.finish();
+  if (report) report->finish();
+  if (csv) csv->finish();
   if (failures > 0) {
     std::fprintf(stderr, "predict: %d of %zu input(s) failed\n", failures, files.size());
     exit_code() = 2;
@@ -181,6 +206,10 @@ Registrar reg("predict", [](CLI::App& app) {
                   "Weights (.safetensors); default $DIFFNET_WEIGHTS or weights/diffnet-atto.safetensors");
   sub->add_option("-o,--out", o->out_dir,
                   "Write <stem>.prob.png, <stem>.overlay.png and the records (predictions.jsonl) here; a rerun replaces its records");
+  sub->add_option("--report", o->report,
+                  "Also write one self-contained HTML report here: summary table, overlays, region crops");
+  sub->add_option("--csv", o->csv, "Also write one CSV row per input here: file,page,decision,image_score,regions,"
+                                   "width,height,error");
   sub->add_option("--window", o->opt.window, "Window size R (multiple of 32); default: the weights' train_size, else 512");
   sub->add_option("--stride", o->opt.stride, "Window stride (multiple of 8, <= R); default R/2 (blend), R (max)");
   sub->add_option("--merge", o->opt.merge, "How window maps are merged: blend (raised-cosine weights) or max")
