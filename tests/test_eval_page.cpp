@@ -53,7 +53,7 @@ TEST(EvalBlend, ConstantWindowsGiveAConstantMap) {
     std::vector<WindowPos> win = plan_windows(H, W, R, stride);
     BlendMerger m(padded_extent(H, R), padded_extent(W, R));
     for (const WindowPos& p : win) m.add(at::full({R, R}, 0.37f), p);
-    at::Tensor out = m.result();
+    at::Tensor out = m.take();
     EXPECT_LT((out - 0.37f).abs().max().item<double>(), 1e-6) << "stride " << stride;
   }
 }
@@ -73,7 +73,7 @@ TEST(EvalBlend, NoSeamsWhereMaxMergeHasThem) {
     blend.add(v, p);
     max_merge(maxed, v, p);
   }
-  at::Tensor b = blend.result();
+  at::Tensor b = blend.take();
   EXPECT_GT(max_step(maxed), 0.3) << "the test needs windows that differ";
   EXPECT_LT(max_step(b), 0.1);
   // The blend stays inside the range of the window values.
@@ -93,7 +93,7 @@ TEST(EvalBlend, EqualsMaxMergeWithoutOverlap) {
     blend.add(v, p);
     max_merge(maxed, v, p);
   }
-  EXPECT_LT(testutil::max_abs_diff(blend.result(), maxed), 1e-6);
+  EXPECT_LT(testutil::max_abs_diff(blend.take(), maxed), 1e-6);
 }
 
 TEST(EvalPage, ContentBlocks) {
@@ -134,6 +134,63 @@ TEST(EvalPage, MaskedQuantileAgainstASort) {
     EXPECT_NEAR(masked_quantile(p, mask, q), v[k], 1.0 / 4096 + 1e-6) << q;
   }
   EXPECT_EQ(masked_quantile(p, at::zeros_like(mask), 0.99), 0.0);
+}
+
+TEST(EvalPage, MaskedQuantileWithBlockCells) {
+  // A block mask (cell 8) selects the same pixels as that mask expanded to pixels, the last blocks cut
+  // by the map's edge (H, W not multiples of 8).
+  at::Generator gen = at::detail::createCPUGenerator(5);
+  at::Tensor p = at::rand({101, 75}, gen);
+  at::Tensor blocks = at::rand({13, 10}, gen) > 0.5;
+  at::Tensor pixels = blocks.repeat_interleave(8, 0).repeat_interleave(8, 1).slice(0, 0, 101).slice(1, 0, 75);
+  for (double q : {0.1, 0.5, 0.99, 0.999})
+    EXPECT_EQ(masked_quantile(p, blocks, q, 8), masked_quantile(p, pixels, q)) << q;
+  EXPECT_THROW(masked_quantile(p, blocks.slice(0, 0, 12), 0.5, 8), Error) << "mask too small";
+}
+
+TEST(EvalPage, ContentBlocksOfATallPageAgainstALoop) {
+  // Many bands of block rows (the mask is computed a band at a time): float64 loops as the reference.
+  at::Generator gen = at::detail::createCPUGenerator(6);
+  const int64_t H = 8 * 75, W = 8 * 9;
+  at::Tensor img = at::full({H, W, 3}, 255, at::kByte);
+  // Sparse dark strokes and faint noise.
+  at::Tensor noise = (at::rand({H, W, 3}, gen) * 20).to(at::kByte);
+  img.sub_(noise);
+  at::Tensor ink = at::rand({H / 8, W / 8}, gen) > 0.93;
+  for (int64_t by = 0; by < H / 8; ++by)
+    for (int64_t bx = 0; bx < W / 8; ++bx)
+      if (ink[by][bx].item<bool>()) img.slice(0, by * 8 + 2, by * 8 + 4).slice(1, bx * 8 + 1, bx * 8 + 6).fill_(30);
+  img.slice(0, 8 * 40, 8 * 44).fill_(255);  // exactly uniform blocks: never content
+  at::Tensor c = content_blocks(img);
+  auto a = img.accessor<uint8_t, 3>();
+  const int64_t Hb = H / 8, Wb = W / 8;
+  std::vector<double> range(size_t(Hb * Wb));
+  for (int64_t by = 0; by < Hb; ++by)
+    for (int64_t bx = 0; bx < Wb; ++bx) {
+      double lo = 1e9, hi = -1e9;
+      for (int64_t y = by * 8; y < by * 8 + 8; ++y)
+        for (int64_t x = bx * 8; x < bx * 8 + 8; ++x) {
+          const double l = 0.299 * a[y][x][0] + 0.587 * a[y][x][1] + 0.114 * a[y][x][2];
+          lo = std::min(lo, l), hi = std::max(hi, l);
+        }
+      range[size_t(by * Wb + bx)] = hi - lo;
+    }
+  int64_t checked = 0;
+  for (int64_t by = 0; by < Hb; ++by)
+    for (int64_t bx = 0; bx < Wb; ++bx) {
+      const double r = range[size_t(by * Wb + bx)];
+      if (std::abs(r - double(kContentRange)) < 0.01) continue;  // float vs double at the threshold
+      bool near = false;
+      for (int64_t y = std::max<int64_t>(0, by - kContentDilate); y <= std::min(Hb - 1, by + kContentDilate); ++y)
+        for (int64_t x = std::max<int64_t>(0, bx - kContentDilate); x <= std::min(Wb - 1, bx + kContentDilate); ++x)
+          near = near || range[size_t(y * Wb + x)] >= double(kContentRange);
+      const bool want = r >= double(kContentRange) || (near && r > 0);
+      EXPECT_EQ(c[by][bx].item<bool>(), want) << by << "," << bx;
+      ++checked;
+    }
+  EXPECT_GT(checked, Hb * Wb * 9 / 10);
+  EXPECT_GT(c.sum().item<int64_t>(), 20) << "the page needs content";
+  EXPECT_FALSE(c.slice(0, 40, 44).any().item<bool>());
 }
 
 TEST(EvalCalibration, LogisticFitMatchesTheClosedForm) {

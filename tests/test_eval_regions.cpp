@@ -1,5 +1,6 @@
 // Connected components against a hand-drawn mask, 8-bit quantisation, overlay pixels, window planning
 // and max-merge.
+#include <algorithm>
 #include <cmath>
 
 #include "diffnet/common.h"
@@ -123,6 +124,35 @@ TEST(EvalRegions, OverlayDrawsNothingBelowTheFloor) {
   bare.legend = false;
   at::Tensor o = render_overlay(rgb, prob, {}, bare);
   EXPECT_TRUE((o == rgb).all(2).masked_select(prob < 0.5f).all().item<bool>());
+}
+
+TEST(EvalRegions, OverlayColoursAgainstAFloat64Loop) {
+  // A tall image (the wash is computed a band of rows at a time): every pixel against the formula.
+  const int64_t H = 700, W = 90;
+  at::Generator gen = at::detail::createCPUGenerator(8);
+  at::Tensor rgb = at::randint(0, 256, {H, W, 3}, gen, at::TensorOptions().dtype(at::kByte));
+  at::Tensor prob = at::rand({H, W}, gen);
+  OverlayOptions opt;
+  opt.legend = false;
+  opt.floor = 0.4;
+  at::Tensor o = render_overlay(rgb, prob, {}, opt);
+  auto a = rgb.accessor<uint8_t, 3>();
+  auto po = prob.accessor<float, 2>();
+  auto oa = o.accessor<uint8_t, 3>();
+  int64_t off_by_one = 0;
+  for (int64_t y = 0; y < H; ++y)
+    for (int64_t x = 0; x < W; ++x) {
+      const double p = po[y][x];
+      const double t = std::clamp((p - 0.4) / 0.6, 0.0, 1.0), al = 0.35 + 0.45 * t;
+      const double heat[3] = {255 - 30 * t, 190 * (1 - t), 0};
+      for (int k = 0; k < 3; ++k) {
+        const double want = p >= 0.4 ? std::floor(a[y][x][k] * (1 - al) + heat[k] * al + 0.5) : a[y][x][k];
+        const double d = std::abs(double(oa[y][x][k]) - want);
+        ASSERT_LE(d, 1.0) << y << "," << x << "," << k;  // float vs double at a .5 rounding edge
+        off_by_one += d > 0;
+      }
+    }
+  EXPECT_LT(off_by_one, H * W * 3 / 1000);
 }
 
 TEST(EvalWindows, PaddedExtentAndOrigins) {

@@ -64,7 +64,7 @@ class BlendMerger {
  public:
   BlendMerger(int64_t canvas_h, int64_t canvas_w);
   void add(const at::Tensor& window_prob, const WindowPos& pos);  // window_prob (R, R) float
-  at::Tensor result() const;                                      // (canvas_h, canvas_w) float
+  at::Tensor take();  // the blended (canvas_h, canvas_w) float map; once (the merger is spent after it)
  private:
   at::Tensor num_, den_;
 };
@@ -95,9 +95,10 @@ const std::vector<std::string>& page_stat_names();
 double page_stat(const PageStats& s, const std::string& name);  // Error for an unknown name
 nlohmann::json page_stats_to_json(const PageStats& s);
 
-// Quantile q in [0, 1] of prob (float) over the pixels where mask (bool, same shape) is true, to a
-// resolution of 1/4096 (histogram; the upper edge of the bin that holds it). 0 when the mask is empty.
-double masked_quantile(const at::Tensor& prob, const at::Tensor& mask, double q);
+// Quantile q in [0, 1] of prob (float, (H, W)) over the pixels whose mask cell is true: pixel (y, x) is
+// in when mask[y / cell][x / cell] (cell 1: a pixel mask of the same shape; cell 8: content_blocks), to a
+// resolution of 1/4096 (histogram; the upper edge of the bin that holds it). 0 when no pixel is in.
+double masked_quantile(const at::Tensor& prob, const at::Tensor& mask, double q, int64_t cell = 1);
 
 // ---- Calibration ------------------------------------------------------------------------------------
 

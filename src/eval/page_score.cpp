@@ -53,9 +53,12 @@ void BlendMerger::add(const at::Tensor& window_prob, const WindowPos& pos) {
   den_.slice(0, pos.y, pos.y + h).slice(1, pos.x, pos.x + w).add_(weight);
 }
 
-at::Tensor BlendMerger::result() const {
-  // Uncovered pixels (none when the windows tile the canvas) stay 0.
-  return at::where(den_ > 0, num_ / den_.clamp_min(1e-30f), at::zeros_like(num_));
+at::Tensor BlendMerger::take() {
+  // In place (a page-sized map is large): num / den, and 0 where no window reached (den = 0, num = 0).
+  at::Tensor out = std::move(num_);
+  out.div_(den_.clamp_min_(1e-30f));
+  den_ = at::Tensor();
+  return out;
 }
 
 // ---- Content and page statistics -----------------------------------------------------------------------
@@ -64,10 +67,17 @@ at::Tensor content_blocks(const at::Tensor& rgb) {
   if (rgb.dim() != 3 || rgb.size(2) != 3 || rgb.size(0) % 8 != 0 || rgb.size(1) % 8 != 0)
     throw Error("content_blocks", "expected an RGB (H, W, 3) image with H and W multiples of 8");
   const int64_t Hb = rgb.size(0) / 8, Wb = rgb.size(1) / 8;
-  at::Tensor c = rgb.to(at::kFloat);
-  at::Tensor luma = c.select(2, 0) * 0.299f + c.select(2, 1) * 0.587f + c.select(2, 2) * 0.114f;
-  at::Tensor blocks = luma.view({Hb, 8, Wb, 8});
-  at::Tensor range = blocks.amax({1, 3}) - blocks.amin({1, 3});
+  // Luma range per block, a band of block rows at a time: a float copy of a whole page would be 12 bytes
+  // a pixel.
+  constexpr int64_t kBand = 32;
+  at::Tensor range = at::empty({Hb, Wb}, at::kFloat);
+  for (int64_t b0 = 0; b0 < Hb; b0 += kBand) {
+    const int64_t b1 = std::min(Hb, b0 + kBand);
+    at::Tensor c = rgb.slice(0, b0 * 8, b1 * 8).to(at::kFloat);
+    at::Tensor luma = c.select(2, 0) * 0.299f + c.select(2, 1) * 0.587f + c.select(2, 2) * 0.114f;
+    at::Tensor blocks = luma.view({b1 - b0, 8, Wb, 8});
+    range.slice(0, b0, b1).copy_(blocks.amax({1, 3}) - blocks.amin({1, 3}));
+  }
   at::Tensor ink = range >= float(kContentRange);
   const int64_t k = 2 * kContentDilate + 1;
   at::Tensor near = at::max_pool2d(ink.to(at::kFloat).view({1, 1, Hb, Wb}), {k, k}, {1, 1},
@@ -77,17 +87,35 @@ at::Tensor content_blocks(const at::Tensor& rgb) {
   return ink | (near & (range > 0));
 }
 
-double masked_quantile(const at::Tensor& prob, const at::Tensor& mask, double q) {
-  at::Tensor v = prob.to(at::kFloat).masked_select(mask.to(at::kBool));
-  if (v.numel() == 0) return 0;
+double masked_quantile(const at::Tensor& prob, const at::Tensor& mask, double q, int64_t cell) {
+  if (prob.dim() != 2 || mask.dim() != 2 || cell < 1)
+    throw Error("masked_quantile", "expected a 2-D map, a 2-D mask and a cell size >= 1");
+  const int64_t H = prob.size(0), W = prob.size(1);
+  if (mask.size(0) * cell < H || mask.size(1) * cell < W)
+    throw Error("masked_quantile", "the mask does not cover the map");
+  // One pass over the map into a histogram (no copy of the selected values: a page map is large).
   constexpr int64_t kBins = 4096;
-  at::Tensor hist = at::histc(v.clamp(0, 1), kBins, 0, 1).to(at::kDouble);
-  at::Tensor cum = hist.cumsum(0);
-  const double total = cum[kBins - 1].item<double>();
-  const double target = std::clamp(q, 0.0, 1.0) * total;
-  const double* cp = cum.data_ptr<double>();
-  int64_t bin = 0;
-  while (bin < kBins - 1 && cp[bin] < target) ++bin;
+  at::Tensor p = prob.to(at::kFloat).contiguous();
+  at::Tensor m = mask.to(at::kBool).contiguous();
+  const float* pp = p.data_ptr<float>();
+  const bool* mp = m.data_ptr<bool>();
+  const int64_t mw = m.size(1);
+  std::vector<int64_t> hist(size_t(kBins), 0);
+  int64_t total = 0;
+  for (int64_t y = 0; y < H; ++y) {
+    const bool* mrow = mp + (y / cell) * mw;
+    const float* prow = pp + y * W;
+    for (int64_t x = 0; x < W; ++x) {
+      if (!mrow[x / cell]) continue;
+      const float v = std::clamp(prow[x], 0.0f, 1.0f);
+      hist[size_t(std::min<int64_t>(kBins - 1, int64_t(v * float(kBins))))]++;
+      ++total;
+    }
+  }
+  if (total == 0) return 0;
+  const double target = std::clamp(q, 0.0, 1.0) * double(total);
+  int64_t bin = 0, cum = hist[0];
+  while (bin < kBins - 1 && double(cum) < target) cum += hist[size_t(++bin)];
   return double(bin + 1) / double(kBins);
 }
 

@@ -186,12 +186,15 @@ PageStats compute_page_stats(const at::Tensor& canvas, const at::Tensor& prob, c
                              const std::vector<double>& window_cls, int64_t R) {
   const int64_t H = prob.size(0), W = prob.size(1);
   at::Tensor blocks = content_blocks(canvas);  // (Hp/8, Wp/8)
-  at::Tensor pixels = blocks.repeat_interleave(8, 0).repeat_interleave(8, 1).slice(0, 0, H).slice(1, 0, W);
   PageStats s;
-  const int64_t n_content = pixels.sum().item<int64_t>();
+  // Content pixels inside the image: whole blocks, less the rows/columns of the last ones beyond H, W.
+  at::Tensor rows = at::full({(H + 7) / 8}, 8, at::kLong), cols = at::full({(W + 7) / 8}, 8, at::kLong);
+  rows[-1] = H - 8 * (rows.size(0) - 1), cols[-1] = W - 8 * (cols.size(0) - 1);
+  at::Tensor inside = blocks.slice(0, 0, rows.size(0)).slice(1, 0, cols.size(0)).to(at::kLong);
+  const int64_t n_content = (inside * rows.view({-1, 1}) * cols.view({1, -1})).sum().item<int64_t>();
   s.content_fraction = double(n_content) / double(H * W);
-  s.q99 = masked_quantile(prob, pixels, 0.99);
-  s.q999 = masked_quantile(prob, pixels, 0.999);
+  s.q99 = masked_quantile(prob, blocks, 0.99, 8);
+  s.q999 = masked_quantile(prob, blocks, 0.999, 8);
   std::vector<double> content_cls;
   for (size_t i = 0; i < windows.size(); ++i) {
     const WindowPos& w = windows[i];
@@ -263,11 +266,12 @@ Prediction Predictor::predict_rgb(const at::Tensor& rgb, const std::vector<uint8
       window_cls[b0 + size_t(i)] = cls[i].item<double>();
     }
   }
-  if (blend) merged = blender.result();
+  if (blend) merged = blender.take();
   const double t2 = now_seconds();
 
   p.rgb = rgb;
   p.prob = merged.slice(0, 0, H).slice(1, 0, W).contiguous();
+  merged = at::Tensor();  // the padded canvas map is no longer needed (a page-sized float)
   p.window_max = *std::max_element(window_cls.begin(), window_cls.end());
   p.page_stats = compute_page_stats(canvas, p.prob, windows, window_cls, R);
   const std::optional<PageCalibration>& cal = impl_->lm.calibration;

@@ -14,7 +14,8 @@ namespace diffnet {
 at::Tensor prob_to_u8(const at::Tensor& prob) {
   // round() in ATen is half-to-even; floor(x + 0.5) is half-up (x >= 0 here), matching Python's
   // `(p * 255 + 0.5).astype(uint8)` and most tools.
-  return (prob.to(at::kFloat) * 255.0f + 0.5f).floor().clamp(0, 255).to(at::kByte);
+  // In place after the first product: one page-sized float at a time.
+  return (prob.to(at::kFloat) * 255.0f).add_(0.5f).floor_().clamp_(0, 255).to(at::kByte);
 }
 
 std::vector<Region> find_regions(const at::Tensor& prob, double threshold, int64_t min_area) {
@@ -96,17 +97,24 @@ at::Tensor render_overlay(const at::Tensor& rgb, const at::Tensor& prob, const s
     throw Error("render_overlay", "image (H, W, 3) and probability map (H, W) must match");
   if (!(o.floor >= 0 && o.floor < 1)) throw Error("render_overlay", "floor must be in [0, 1)");
   const int64_t H = rgb.size(0), W = rgb.size(1);
-  at::Tensor c = rgb.to(at::kFloat);
-  at::Tensor p = prob.to(at::kFloat).clamp(0, 1);
   const float fl = float(o.floor);
-  at::Tensor t = ((p - fl) / (1.0f - fl)).clamp(0, 1);                    // 0 at the floor, 1 at p = 1
-  at::Tensor on = (p >= fl).to(at::kFloat);
-  at::Tensor alpha = (0.35f + 0.45f * t) * on;                            // 0 below the floor
-  at::Tensor heat = at::stack({255.0f - 30.0f * t, 190.0f * (1.0f - t), at::zeros_like(t)}, 2);
-  at::Tensor a3 = alpha.unsqueeze(2);
-  at::Tensor blended = ((c * (1 - a3) + heat * a3) + 0.5f).floor().clamp(0, 255).to(at::kByte);
-  // Below the floor the input's bytes are kept exactly.
-  at::Tensor out = at::where(on.unsqueeze(2) > 0, blended, rgb.to(at::kByte)).contiguous();
+  at::Tensor out = rgb.to(at::kByte).contiguous().clone();
+  // The colour wash, a band of rows at a time (float copies of a whole page would be 28 bytes a pixel).
+  constexpr int64_t kBand = 256;
+  for (int64_t y0 = 0; y0 < H; y0 += kBand) {
+    const int64_t y1 = std::min(H, y0 + kBand);
+    at::Tensor c = rgb.slice(0, y0, y1).to(at::kFloat);
+    at::Tensor p = prob.slice(0, y0, y1).to(at::kFloat).clamp(0, 1);
+    at::Tensor t = ((p - fl) / (1.0f - fl)).clamp(0, 1);                    // 0 at the floor, 1 at p = 1
+    at::Tensor on = (p >= fl).to(at::kFloat);
+    at::Tensor alpha = (0.35f + 0.45f * t) * on;                            // 0 below the floor
+    at::Tensor heat = at::stack({255.0f - 30.0f * t, 190.0f * (1.0f - t), at::zeros_like(t)}, 2);
+    at::Tensor a3 = alpha.unsqueeze(2);
+    at::Tensor blended = ((c * (1 - a3) + heat * a3) + 0.5f).floor().clamp(0, 255).to(at::kByte);
+    // Below the floor the input's bytes are kept exactly.
+    at::Tensor band = out.slice(0, y0, y1);
+    band.copy_(at::where(on.unsqueeze(2) > 0, blended, band));
+  }
   uint8_t* px = out.data_ptr<uint8_t>();
 
   const int s = overlay_text_scale(H, W);
