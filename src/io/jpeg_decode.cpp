@@ -213,6 +213,13 @@ JpegCoefficients jpeg_coefficients(const uint8_t* data, size_t size, const std::
   require_luma_first(d, name);
   if (d.cinfo.jpeg_color_space == JCS_RGB)
     throw Error(name, "JPEG: the file stores RGB components (no YCbCr transform), so it has no luma coefficients");
+  // Luma sampled below the frame's maximum (e.g. Y 2x2 beside a 1x4 chroma) has fewer blocks than the
+  // image has 8x8 cells: its blocks would not lie on the pixel grid (found by fuzz_coefficients).
+  const jpeg_component_info& y = d.cinfo.comp_info[0];
+  if (y.h_samp_factor != d.cinfo.max_h_samp_factor || y.v_samp_factor != d.cinfo.max_v_samp_factor)
+    throw Error(name, "JPEG: the luma component is subsampled (" + std::to_string(y.h_samp_factor) + "x" +
+                          std::to_string(y.v_samp_factor) + " of " + std::to_string(d.cinfo.max_h_samp_factor) + "x" +
+                          std::to_string(d.cinfo.max_v_samp_factor) + "), so its blocks do not cover the image's 8x8 grid");
   check_pixel_limit(d.cinfo.image_width, d.cinfo.image_height, name, opt);
   const int64_t rows = d.cinfo.comp_info[0].height_in_blocks, cols = d.cinfo.comp_info[0].width_in_blocks;
   JpegCoefficients r;
