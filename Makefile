@@ -54,7 +54,7 @@ fuzz: fuzz-build
 	    -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
 	    -artifact_prefix=$(FUZZ_BUILD)/artifacts/$$t/ $$(test -f fuzz/dict/$$t.dict && echo -dict=fuzz/dict/$$t.dict) \
 	    $(FUZZ_BUILD)/new-corpus/$$t fuzz/corpus/$$t fuzz/crashes/$$t \
-	    2>&1 | grep -E '^#[0-9]+\s+DONE|^==[0-9]+==ERROR|^SUMMARY|runtime error|^stat::|Test unit written|^Done'; \
+	    2>&1 | grep -E '^#[0-9]+\s+DONE|^==[0-9]+==ERROR|^SUMMARY|runtime error|^stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)|Test unit written'; \
 	  rc=$${PIPESTATUS[0]}; test "$$rc" = 0 || { echo "fuzz_$$t: finding, see $(FUZZ_BUILD)/artifacts/$$t/"; exit 1; }; \
 	done
 

@@ -95,7 +95,12 @@ bool step_coefficients(Decoder* d, int16_t* out, int64_t rows, int64_t cols, int
         for (int v = 0; v < 8; ++v) out[(by * 8 + u) * width + bx * 8 + v] = blk[u * 8 + v];
     }
   }
-  const JQUANT_TBL* tbl = y->quant_table ? y->quant_table : c->quant_tbl_ptrs[y->quant_tbl_no];
+  // quant_table is set only when the luma component appeared in a scan; otherwise the frame header's table
+  // number is unchecked by libjpeg (0..255: an out-of-bounds read, found by fuzz_coefficients).
+  const int tno = y->quant_tbl_no;
+  const JQUANT_TBL* tbl = y->quant_table                             ? y->quant_table
+                          : (tno >= 0 && tno < NUM_QUANT_TBLS) ? c->quant_tbl_ptrs[tno]
+                                                               : nullptr;
   if (!tbl) {
     std::snprintf(d->err.message, sizeof(d->err.message), "no quantization table for the luma component");
     return false;
