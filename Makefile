@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 MAKEFLAGS += --no-print-directory
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build run test clean
+.PHONY: all deps configure build run test clean fuzz-deps fuzz-build fuzz asan
 
 all: build
 
@@ -28,3 +28,44 @@ test: build
 
 clean:
 	rm -rf $(BUILD)
+
+# Fuzzing (docs/fuzz.md): libFuzzer + ASan + UBSan binaries of fuzz/ built with clang-14 in build-fuzz
+# (only the modules the targets need), each run for FUZZ_SECONDS on fuzz/corpus/<target> (read-only:
+# new inputs go to build-fuzz/new-corpus/<target>, crashes to build-fuzz/artifacts/<target>/).
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= $(patsubst fuzz/fuzz_%.cpp,%,$(sort $(wildcard fuzz/fuzz_*.cpp)))
+FUZZ_JOBS ?= 1
+fuzz-deps:
+	@scripts/install-deps.sh --fuzz
+
+fuzz-build: fuzz-deps
+	@CC=clang-14 CXX=clang++-14 cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDIFFNET_FUZZ=ON >/dev/null
+	@cmake --build $(FUZZ_BUILD) -j $(FUZZ_JOBS)
+
+# LibTorch's globals are reported by LeakSanitizer at exit: leaks are off (detect_leaks=0).
+FUZZ_NICE ?= 19
+fuzz: SHELL := /bin/bash
+fuzz: fuzz-build
+	@for t in $(FUZZ_TARGETS); do \
+	  mkdir -p $(FUZZ_BUILD)/new-corpus/$$t $(FUZZ_BUILD)/artifacts/$$t; \
+	  echo "== fuzz_$$t: $(FUZZ_SECONDS) s"; \
+	  ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 nice -n $(FUZZ_NICE) $(FUZZ_BUILD)/fuzz_$$t \
+	    -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
+	    -artifact_prefix=$(FUZZ_BUILD)/artifacts/$$t/ $$(test -f fuzz/dict/$$t.dict && echo -dict=fuzz/dict/$$t.dict) \
+	    $(FUZZ_BUILD)/new-corpus/$$t fuzz/corpus/$$t fuzz/crashes/$$t \
+	    2>&1 | grep -E '^#[0-9]+\s+DONE|^==[0-9]+==ERROR|^SUMMARY|runtime error|^stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)|Test unit written'; \
+	  rc=$${PIPESTATUS[0]}; test "$$rc" = 0 || { echo "fuzz_$$t: finding, see $(FUZZ_BUILD)/artifacts/$$t/"; exit 1; }; \
+	done
+
+# The io and serve tests (and the fuzz corpus replay) under AddressSanitizer + UndefinedBehaviorSanitizer
+# (gcc, build-asan). Leaks are off for the same reason as above.
+ASAN_BUILD ?= build-asan
+ASAN_TESTS ?= io serve fuzz_replay
+empty :=
+space := $(empty) $(empty)
+asan: deps
+	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDIFFNET_SANITIZE=ON -DDIFFNET_NATIVE=OFF >/dev/null
+	@cmake --build $(ASAN_BUILD) -j $(JOBS) --target diffnet $(foreach t,$(ASAN_TESTS),$(if $(filter fuzz_replay,$(t)),test_fuzz_replay,test_$(t)))
+	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --output-on-failure -j 1 -R '^($(subst $(space),|,$(strip $(ASAN_TESTS))))$$'

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages DiffNet builds and runs with. Idempotent; needs root (or sudo).
+# Installs the Debian 12 packages DiffNet builds and runs with (--fuzz: also those of `make fuzz`). Idempotent; needs root (or sudo).
 set -euo pipefail
 PKGS=(
   cmake g++ make pkg-config
@@ -10,6 +10,10 @@ PKGS=(
   libgtest-dev
   fonts-freefont-ttf fonts-urw-base35
 )
+# `make fuzz` (scripts/install-deps.sh --fuzz): clang 14 and its runtimes (libFuzzer, ASan, UBSan).
+if [ "${1:-}" = "--fuzz" ]; then
+  PKGS+=(clang-14 libclang-rt-14-dev)
+fi
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

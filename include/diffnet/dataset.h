@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "diffnet/image_io.h"
+
 namespace diffnet {
 
 // One sample's location. Exactly one of (image_path) or (lmdb_path, lmdb_index) is set.
@@ -36,6 +38,16 @@ struct LoadedItem {
 //   FILE.txt/.lst: one "image_path[ mask_path]" per line (relative paths are relative to the file).
 // Throws Error naming the path for unreadable/empty sources.
 std::vector<DatasetItem> list_dataset(const std::string& spec);
+
+// The items of a list file from its content (what list_dataset does for FILE.txt/.lst; path names the
+// file in errors and anchors relative paths). Throws Error("path:line", ...) for a malformed line.
+std::vector<DatasetItem> parse_list_file(const std::string& content, const std::string& path);
+
+// Decodes a stored item from its bytes as load_item does (an LMDB record pair image-%09d / label-%09d,
+// or the files' contents): image via decode_image_bytes(opt), mask (when mask_bytes is non-null) via
+// decode_mask_bytes, mask size == image size. Throws Error naming name / mask_name.
+LoadedItem decode_item_bytes(std::vector<uint8_t> image_bytes, const std::vector<uint8_t>* mask_bytes,
+                             const std::string& name, const std::string& mask_name, const DecodeOptions& opt = {});
 
 // Decodes one item; validates mask size == image size (Error naming the files otherwise).
 LoadedItem load_item(const DatasetItem& item);

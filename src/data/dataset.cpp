@@ -92,6 +92,15 @@ std::vector<DatasetItem> list_lmdb(const std::string& path) {
 std::vector<DatasetItem> list_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw Error(path, "cannot open list file");
+  std::stringstream content;
+  content << in.rdbuf();
+  return parse_list_file(content.str(), path);
+}
+
+}  // namespace
+
+std::vector<DatasetItem> parse_list_file(const std::string& content, const std::string& path) {
+  std::istringstream in(content);
   fs::path base = fs::path(path).parent_path();
   auto resolve = [&](const std::string& p) { return fs::path(p).is_absolute() ? p : (base / p).string(); };
   std::vector<DatasetItem> items;
@@ -120,14 +129,14 @@ std::vector<DatasetItem> list_file(const std::string& path) {
     it.image_path = resolve(fields[0]);
     if (fields.size() == 2) it.mask_path = resolve(fields[1]);
     it.id = file_stem(it.image_path);
+    if (it.id.empty())  // "dir/": no file name, and no id for the outputs named after it (found by fuzz_list_file)
+      throw Error(path + ":" + std::to_string(lineno), "'" + fields[0] + "' is not a file name");
     if (!ids.insert(it.id).second) it.id += "_" + std::to_string(lineno);
     ids.insert(it.id);
     items.push_back(std::move(it));
   }
   return items;
 }
-
-}  // namespace
 
 std::vector<DatasetItem> list_dataset(const std::string& spec) {
   std::error_code ec;
@@ -175,28 +184,14 @@ void validate_dataset(const std::vector<DatasetItem>& items, bool progress) {
   bar.finish();
 }
 
-LoadedItem load_item(const DatasetItem& item) {
+LoadedItem decode_item_bytes(std::vector<uint8_t> image_bytes, const std::vector<uint8_t>* mask_bytes,
+                             const std::string& name, const std::string& mask_name, const DecodeOptions& opt) {
   LoadedItem r;
-  r.id = item.id;
-  std::string name = item_name(item);
+  r.image_bytes = std::move(image_bytes);
   at::Tensor mask;
-  std::string mask_name;
-  if (!item.lmdb_path.empty()) {
-    if (!lmdb_get(item.lmdb_path, lmdb_key("image", item.lmdb_index), r.image_bytes))
-      throw Error(name, "record missing");
-    std::vector<uint8_t> label;
-    mask_name = item.lmdb_path + "[" + lmdb_key("label", item.lmdb_index) + "]";
-    if (lmdb_get(item.lmdb_path, lmdb_key("label", item.lmdb_index), label))
-      mask = decode_mask_bytes(label, mask_name);
-  } else {
-    r.image_bytes = read_file(item.image_path);
-    if (!item.mask_path.empty()) {
-      mask_name = item.mask_path;
-      mask = decode_mask(item.mask_path);
-    }
-  }
+  if (mask_bytes) mask = decode_mask_bytes(*mask_bytes, mask_name);
   r.is_jpeg = is_jpeg_bytes(r.image_bytes.data(), r.image_bytes.size());
-  r.rgb = decode_image_bytes(r.image_bytes, name);
+  r.rgb = decode_image_bytes(r.image_bytes, name, opt);
   int64_t h = r.rgb.size(0), w = r.rgb.size(1);
   if (mask.defined()) {
     if (mask.dim() == 3) mask = mask.select(2, 0);
@@ -208,6 +203,28 @@ LoadedItem load_item(const DatasetItem& item) {
   } else {
     r.mask = at::zeros({h, w}, at::kByte);
   }
+  return r;
+}
+
+LoadedItem load_item(const DatasetItem& item) {
+  const std::string name = item_name(item);
+  std::vector<uint8_t> image, mask;
+  std::string mask_name;
+  bool has_mask = false;
+  if (!item.lmdb_path.empty()) {
+    if (!lmdb_get(item.lmdb_path, lmdb_key("image", item.lmdb_index), image)) throw Error(name, "record missing");
+    mask_name = item.lmdb_path + "[" + lmdb_key("label", item.lmdb_index) + "]";
+    has_mask = lmdb_get(item.lmdb_path, lmdb_key("label", item.lmdb_index), mask);
+  } else {
+    image = read_file(item.image_path);
+    if (!item.mask_path.empty()) {
+      mask_name = item.mask_path;
+      mask = read_file(item.mask_path);
+      has_mask = true;
+    }
+  }
+  LoadedItem r = decode_item_bytes(std::move(image), has_mask ? &mask : nullptr, name, mask_name);
+  r.id = item.id;
   return r;
 }
 

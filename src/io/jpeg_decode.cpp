@@ -95,7 +95,12 @@ bool step_coefficients(Decoder* d, int16_t* out, int64_t rows, int64_t cols, int
         for (int v = 0; v < 8; ++v) out[(by * 8 + u) * width + bx * 8 + v] = blk[u * 8 + v];
     }
   }
-  const JQUANT_TBL* tbl = y->quant_table ? y->quant_table : c->quant_tbl_ptrs[y->quant_tbl_no];
+  // quant_table is set only when the luma component appeared in a scan; otherwise the frame header's table
+  // number is unchecked by libjpeg (0..255: an out-of-bounds read, found by fuzz_coefficients).
+  const int tno = y->quant_tbl_no;
+  const JQUANT_TBL* tbl = y->quant_table                             ? y->quant_table
+                          : (tno >= 0 && tno < NUM_QUANT_TBLS) ? c->quant_tbl_ptrs[tno]
+                                                               : nullptr;
   if (!tbl) {
     std::snprintf(d->err.message, sizeof(d->err.message), "no quantization table for the luma component");
     return false;
@@ -213,6 +218,13 @@ JpegCoefficients jpeg_coefficients(const uint8_t* data, size_t size, const std::
   require_luma_first(d, name);
   if (d.cinfo.jpeg_color_space == JCS_RGB)
     throw Error(name, "JPEG: the file stores RGB components (no YCbCr transform), so it has no luma coefficients");
+  // Luma sampled below the frame's maximum (e.g. Y 2x2 beside a 1x4 chroma) has fewer blocks than the
+  // image has 8x8 cells: its blocks would not lie on the pixel grid (found by fuzz_coefficients).
+  const jpeg_component_info& y = d.cinfo.comp_info[0];
+  if (y.h_samp_factor != d.cinfo.max_h_samp_factor || y.v_samp_factor != d.cinfo.max_v_samp_factor)
+    throw Error(name, "JPEG: the luma component is subsampled (" + std::to_string(y.h_samp_factor) + "x" +
+                          std::to_string(y.v_samp_factor) + " of " + std::to_string(d.cinfo.max_h_samp_factor) + "x" +
+                          std::to_string(d.cinfo.max_v_samp_factor) + "), so its blocks do not cover the image's 8x8 grid");
   check_pixel_limit(d.cinfo.image_width, d.cinfo.image_height, name, opt);
   const int64_t rows = d.cinfo.comp_info[0].height_in_blocks, cols = d.cinfo.comp_info[0].width_in_blocks;
   JpegCoefficients r;

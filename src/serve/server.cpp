@@ -13,6 +13,7 @@
 #include "diffnet/image_io.h"
 #include "serve/admission.h"
 #include "serve/page.h"
+#include "serve/request.h"
 
 namespace diffnet {
 
@@ -64,7 +65,6 @@ struct Server::Impl {
   // `--data-binary @page.jpg` sends application/x-www-form-urlencoded, which the HTTP library would
   // otherwise cap at 8 KB. The upload limit (--max-upload-mb, 413) applies either way.
   void predict(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
-    std::string name = "upload";
     std::string body;
     const size_t limit = opt.max_upload_bytes;
     const std::string too_large = "upload too large (limit " + std::to_string(limit) + " bytes, --max-upload-mb)";
@@ -84,23 +84,21 @@ struct Server::Impl {
     else
       reader([&](const char* data, size_t n) { return take(body, data, n); });
     if (received > limit) return json_error(res, 413, too_large);
-    if (req.is_multipart_form_data()) {
-      auto file = std::find_if(parts.begin(), parts.end(), [](const auto& p) { return p.name == "file"; });
-      if (file == parts.end()) return json_error(res, 400, "multipart upload needs a field named 'file'");
-      body = std::move(file->content);
-      if (!file->filename.empty()) name = file->filename;
-    } else if (req.has_param("name")) {
-      name = req.get_param_value("name");
-    }
-    if (!is_valid_utf8(name)) return json_error(res, 400, "the file name is not valid UTF-8");
-    if (body.empty()) return json_error(res, 400, "empty upload: send the image as the body or a multipart field 'file'");
-    const bool maps = req.has_param("maps") && req.get_param_value("maps") != "0";
-    std::vector<uint8_t> bytes(body.begin(), body.end());
+    std::vector<serve::UploadPart> uploads;
+    for (auto& p : parts) uploads.push_back({std::move(p.name), std::move(p.filename), std::move(p.content)});
+    const bool has_name = req.has_param("name"), has_maps = req.has_param("maps");
+    const std::string name_param = has_name ? req.get_param_value("name") : "";
+    const std::string maps_param = has_maps ? req.get_param_value("maps") : "";
+    serve::PredictRequest pr =
+        serve::parse_predict_request(req.is_multipart_form_data(), std::move(uploads), std::move(body),
+                                     has_name ? &name_param : nullptr, has_maps ? &maps_param : nullptr,
+                                     any().options().max_pixels);
+    if (pr.status != 0) return json_error(res, pr.status, pr.error);
+    const std::string& name = pr.name;
+    const std::vector<uint8_t>& bytes = pr.bytes;
+    const bool maps = pr.maps;
     try {
-      // Cost from the header, before queueing: refused images never take a place in the queue.
-      DecodeOptions dopt;
-      dopt.max_pixels = any().options().max_pixels;
-      const ImageInfo info = read_image_info_bytes(bytes, name, dopt);
+      const ImageInfo& info = pr.info;
       const auto deadline = std::chrono::steady_clock::now() +
                             std::chrono::milliseconds(int64_t(opt.request_timeout_s * 1e3));
       const serve::Admission::Ticket ticket = admission.acquire(info.width * info.height, deadline);
