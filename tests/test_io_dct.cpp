@@ -214,6 +214,9 @@ TEST(IoDct, ClipCoefficientsHandValues) {
   at::Tensor expect = at::tensor({20, 3, 0, 0, 7, 20, 20, 0, 0, 0, 0, 0}, at::kByte).view({3, 4});
   EXPECT_TRUE(at::equal(d, expect)) << d;
   EXPECT_TRUE(at::equal(clip_coefficients(c, 1, 2), at::tensor({20, 3}, at::kByte).view({1, 2})));
+  // The int16 extremes (|-32768| does not fit an int16) clip like any other large value.
+  at::Tensor ext = at::tensor({-32768, 32767, -32767, -21}, at::kShort).view({1, 4});
+  EXPECT_TRUE(at::equal(clip_coefficients(ext, 1, 4), at::tensor({20, 20, 20, 20}, at::kByte).view({1, 4})));
 }
 
 // Unmodified 8-aligned JPEGs written by cjpeg: the coefficients from the file and the ones recomputed

@@ -182,10 +182,10 @@ DctInput make_dct(const at::Tensor& canvas, int64_t H, int64_t W, const std::vec
 
 // Page statistics: content = dilated non-uniform 8x8 blocks of the padded canvas, cropped to the image;
 // pixel quantiles of the map over content pixels; cls over the windows that hold any content block.
-PageStats compute_page_stats(const at::Tensor& canvas, const at::Tensor& prob, const std::vector<WindowPos>& windows,
+PageStats compute_page_stats(const at::Tensor& blocks, const at::Tensor& prob, const std::vector<WindowPos>& windows,
                              const std::vector<double>& window_cls, int64_t R) {
+  // blocks: content_blocks of the canvas, (Hp/8, Wp/8).
   const int64_t H = prob.size(0), W = prob.size(1);
-  at::Tensor blocks = content_blocks(canvas);  // (Hp/8, Wp/8)
   PageStats s;
   // Content pixels inside the image: whole blocks, less the rows/columns of the last ones beyond H, W.
   at::Tensor rows = at::full({(H + 7) / 8}, 8, at::kLong), cols = at::full({(W + 7) / 8}, 8, at::kLong);
@@ -269,11 +269,15 @@ Prediction Predictor::predict_rgb(const at::Tensor& rgb, const std::vector<uint8
   if (blend) merged = blender.take();
   const double t2 = now_seconds();
 
+  // Page-sized buffers are released as soon as they are spent (peak memory on big scans).
+  at::Tensor blocks = content_blocks(canvas);
+  canvas = at::Tensor();
+  d = DctInput();
   p.rgb = rgb;
   p.prob = merged.slice(0, 0, H).slice(1, 0, W).contiguous();
-  merged = at::Tensor();  // the padded canvas map is no longer needed (a page-sized float)
+  merged = at::Tensor();
   p.window_max = *std::max_element(window_cls.begin(), window_cls.end());
-  p.page_stats = compute_page_stats(canvas, p.prob, windows, window_cls, R);
+  p.page_stats = compute_page_stats(blocks, p.prob, windows, window_cls, R);
   const std::optional<PageCalibration>& cal = impl_->lm.calibration;
   if (impl_->opt.score == "page" && cal) {
     p.image_score = cal->apply(page_stat(p.page_stats, cal->statistic));

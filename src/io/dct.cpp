@@ -175,7 +175,9 @@ at::Tensor pixel_dct(const at::Tensor& rgb, const at::Tensor& qt) {
 at::Tensor clip_coefficients(const at::Tensor& coef, int64_t height, int64_t width) {
   if (coef.dim() != 2) throw Error("clip_coefficients", "expected a 2-D coefficient map");
   if (height < 0 || width < 0) throw Error("clip_coefficients", "negative size");
-  at::Tensor a = coef.to(at::kLong).abs().clamp_max(kDctClip).to(at::kByte);
+  // Clamp before abs: |-32768| does not fit the coefficients' int16, and a 64-bit copy of a page's map
+  // would be 8 bytes a pixel.
+  at::Tensor a = coef.clamp(-kDctClip, kDctClip).abs_().to(at::kByte);
   at::Tensor out = at::zeros({height, width}, at::kByte);
   const int64_t h = std::min(height, a.size(0)), w = std::min(width, a.size(1));
   if (h > 0 && w > 0) out.narrow(0, 0, h).narrow(1, 0, w).copy_(a.narrow(0, 0, h).narrow(1, 0, w));
