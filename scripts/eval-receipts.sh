@@ -8,7 +8,8 @@
 # with the page-score calibration fitted on them), OUT_DIR/report/ (maps and records of the report half),
 # OUT_DIR/report.json (eval metrics), OUT_DIR/reliability.png and OUT_DIR/summary.json: page AUC (all
 # untouched vs edited, and per kind of untouched page), pages flagged at 0.5, share of untouched pixels
-# flagged, pixel and Doc F1, Brier score (all but the per-kind AUCs are eval's own metrics).
+# flagged, pixel and Doc F1, Brier score (all but the per-kind AUCs are eval's own metrics), and per kind
+# of edit how many are marked by a predicted region.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WEIGHTS=${1:?usage: scripts/eval-receipts.sh WEIGHTS OUT_DIR [DIFFNET]}
@@ -51,6 +52,20 @@ summary = {
     "pixel_f1": round(m["pixel_f1"], 4), "doc_f1": round(m["doc_f1"], 4),
     "brier": round(m["calibration"]["brier"], 4),
 }
+# Per edit of the manifest (what eval does not know): is it marked, i.e. does a predicted region overlap
+# its box? Counted per operation, concealed or not ("insert": typed-in text, "text": retyped words).
+by_file = {os.path.basename(r["file"]): r for r in recs}
+marked = {}
+for line in open("data/val/receipts-report/manifest.jsonl"):
+    e = json.loads(line)
+    regions = by_file.get("e-" + e["id"], {}).get("regions", [])
+    for op in e["ops"]:
+        x0, y0, x1, y1 = op["mask_box"]
+        hit = any(bx < x1 and bx + bw > x0 and by < y1 and by + bh > y0 for bx, by, bw, bh in (g["bbox"] for g in regions))
+        n = marked.setdefault(op["op"], [0, 0])
+        n[0] += hit
+        n[1] += 1
+summary["edits_marked"] = {k: f"{v[0]} of {v[1]}" for k, v in sorted(marked.items())}
 json.dump(dict(summary, calibration=json.load(open(os.path.join(out, "calibration.json"))), report_metrics=m),
           open(os.path.join(out, "summary.json"), "w"), indent=1)
 print(json.dumps(summary))

@@ -18,6 +18,11 @@
 #                                  receipt, erased words), mostly saved once (single JPEG or PNG), 30 % of
 #                                  pages untouched but re-saved, 512² crops
 #   rendered/                      `diffnet synth` rendered documents (all layouts and fonts), 512² crops
+#   receipts-typed/                (stage 3) edits of the training receipts weighted towards text typed
+#                                  digitally onto the scan and saved once (insert 4 : retype 2 : copy-move
+#                                  1.5 : splice 1 : erase 0.5), 1-2 edits, 25 % untouched but re-saved
+#   rendered-ps/                   (stage 3) rendered documents, all with the print-scan look, so crisp
+#                                  digital text is never shown to the model as the normal state of a page
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/receipts.sh
@@ -27,7 +32,7 @@ DIFFNET=${3:-build/diffnet}
 [ -x "$DIFFNET" ] || { echo "make-train: $DIFFNET not found (run make build first)" >&2; exit 2; }
 [ -d "$SRC/images" ] || { echo "make-train: $SRC/images not found" >&2; exit 2; }
 
-rm -rf "$OUT/receipts-src" "$OUT/receipts-edits" "$OUT/rendered"
+rm -rf "$OUT/receipts-src" "$OUT/receipts-edits" "$OUT/rendered" "$OUT/receipts-typed" "$OUT/rendered-ps"
 mkdir -p "$OUT/receipts-src/images" "$OUT/receipts-src/boxes"
 : > "$OUT/real-untouched.txt"
 n=0
@@ -44,4 +49,8 @@ echo "make-train: $n training receipts (held out: $(grep -c . data/splits/receip
     --ops text:3,insert:2,copy-move:2,splice:1,erase:1,inpaint:0.5 --max-edits 3 --pristine-prob 0.3 \
     --q1-prob 0.25 --output-format mixed --q2 70-100 --crop 512 --quiet
 "$DIFFNET" synth --out "$OUT/rendered" --count 1500 --seed 7002 --crop 512 --quiet
+"$DIFFNET" synth --out "$OUT/receipts-typed" --count 2500 --seed 7003 --sources "$OUT/receipts-src" \
+    --ops insert:4,text:2,copy-move:1.5,splice:1,erase:0.5 --max-edits 2 --pristine-prob 0.25 \
+    --q1-prob 0.25 --output-format mixed --q2 70-100 --crop 512 --quiet
+"$DIFFNET" synth --out "$OUT/rendered-ps" --count 1000 --seed 7004 --crop 512 --print-scan-prob 1 --quiet
 echo "make-train: done: $OUT"

@@ -65,7 +65,10 @@ TEST(Shipped, WeightsFileIsFp16WithConfigAndRecipe) {
   EXPECT_GT(std::stoll(st.metadata.at("train_steps")), 0);
   // The page-score calibration fitted on the fit half of the held-out real receipts (docs/eval.md).
   auto cal = nlohmann::json::parse(st.metadata.at("calibration"));
-  EXPECT_EQ(cal.at("statistic"), "q999");
+  // The page score is a quantile of the map over content pixels (size-invariant), never a window max;
+  // calibrate picks q99 or q999 by fit-half AUC (q99 for the shipped model).
+  const std::string stat = cal.at("statistic");
+  EXPECT_TRUE(stat == "q99" || stat == "q999") << stat;
   EXPECT_EQ(cal.at("transform"), "logit");
   EXPECT_GT(cal.at("a").get<double>(), 0.0);
   EXPECT_EQ(cal.at("fit").at("n"), 100);
@@ -90,9 +93,9 @@ TEST(Shipped, SeparatesTamperedFromPristineExample) {
   Prediction c = p.predict_file(pristine);
   EXPECT_EQ(t.dct_source, "file");
   // Calibrated page probabilities at the default settings (blend, stride 128): the tampered page above
-  // the 0.5 threshold, the pristine one below (measured 0.905 and 0.059). Not every bundled page is
-  // decided right (README: 5 of 7 tampered and 1 of 3 pristine pages are; the rendered receipt
-  // 04-receipt-pristine scores 0.60 with one false alarm at its right edge).
+  // the 0.5 threshold, the pristine one below (measured 0.904 and 0.044). Not every bundled page is
+  // decided right (README: 4 of 7 tampered and 2 of 3 pristine pages are; the rendered invoice
+  // 08-invoice-pristine scores 0.80 with false alarms on its bold type).
   EXPECT_EQ(t.score_kind, "calibrated");
   EXPECT_EQ(t.stride, 128);
   EXPECT_GT(t.image_score, 0.6) << "tampered " << t.image_score;
@@ -110,17 +113,17 @@ TEST(Shipped, SeparatesTamperedFromPristineExample) {
   EXPECT_GT(ct.f1(), 0.4) << "tp " << ct.tp << " fp " << ct.fp << " fn " << ct.fn;
   EXPECT_GT(ct.f1(), constant_f1 + 0.2);
   const double flagged = (c.prob > 0.5).sum().item<double>() / static_cast<double>(c.prob.numel());
-  EXPECT_LT(flagged, 0.003);  // measured 0.07 %
+  EXPECT_LT(flagged, 0.003);  // measured: no region
 }
 
 TEST(Shipped, PageScoreAndMapIgnoreWhiteMarginsAndTiling) {
   // The real model on a bundled page (decoded; DCT from pixels for all three inputs): the same page
   // inside a white margin (offsets multiples of the stride 128) gets the same calibrated page score
-  // within 0.05 (measured 0.105 and 0.106), and the page inside the margin and tiled 2 x 2 nearly the same
+  // within 0.05 (measured 0.139 and 0.140), and the page inside the margin and tiled 2 x 2 nearly the same
   // map over the page: windows near the page's edges see margin or the neighbouring tile instead of white
-  // padding, so the map moves a little there (measured mean |dp| 0.0018 and 0.0014). The tiled page's
+  // padding, so the map moves a little there (measured mean |dp| 0.0021 and 0.0013). The tiled page's
   // SCORE is not asserted: the shipped model puts false alarms where one tile's edge meets the next
-  // (0.489 tiled against 0.105 alone; the receipt 04: 0.42 against 0.60), a known limit (README).
+  // (0.689 tiled against 0.139 alone), a known limit (README).
   Predictor p(load_weights_or_random(kWeights), PredictOptions{});
   at::Tensor page = decode_image(testutil::source_path("examples/05-letter-pristine.jpg"));
   const int64_t H = page.size(0), W = page.size(1);
