@@ -146,6 +146,12 @@ TEST(EvalPage, MaskedQuantileWithBlockCells) {
   for (double q : {0.1, 0.5, 0.99, 0.999})
     EXPECT_EQ(masked_quantile(p, blocks, q, 8), masked_quantile(p, pixels, q)) << q;
   EXPECT_THROW(masked_quantile(p, blocks.slice(0, 0, 12), 0.5, 8), Error) << "mask too small";
+  // Several quantiles in one pass: the same values, and the number of pixels in.
+  MaskedQuantiles mq = masked_quantiles(p, blocks, {0.5, 0.99}, 8);
+  EXPECT_EQ(mq.count, pixels.sum().item<int64_t>());
+  ASSERT_EQ(mq.values.size(), 2u);
+  EXPECT_EQ(mq.values[0], masked_quantile(p, pixels, 0.5));
+  EXPECT_EQ(mq.values[1], masked_quantile(p, pixels, 0.99));
 }
 
 TEST(EvalPage, ContentBlocksOfATallPageAgainstALoop) {

@@ -99,6 +99,13 @@ nlohmann::json page_stats_to_json(const PageStats& s);
 // in when mask[y / cell][x / cell] (cell 1: a pixel mask of the same shape; cell 8: content_blocks), to a
 // resolution of 1/4096 (histogram; the upper edge of the bin that holds it). 0 when no pixel is in.
 double masked_quantile(const at::Tensor& prob, const at::Tensor& mask, double q, int64_t cell = 1);
+// The same for several quantiles from one pass, with the number of pixels that are in.
+struct MaskedQuantiles {
+  std::vector<double> values;  // one per requested q
+  int64_t count = 0;           // pixels in
+};
+MaskedQuantiles masked_quantiles(const at::Tensor& prob, const at::Tensor& mask, const std::vector<double>& qs,
+                                 int64_t cell = 1);
 
 // ---- Calibration ------------------------------------------------------------------------------------
 

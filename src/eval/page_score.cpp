@@ -87,7 +87,8 @@ at::Tensor content_blocks(const at::Tensor& rgb) {
   return ink | (near & (range > 0));
 }
 
-double masked_quantile(const at::Tensor& prob, const at::Tensor& mask, double q, int64_t cell) {
+MaskedQuantiles masked_quantiles(const at::Tensor& prob, const at::Tensor& mask, const std::vector<double>& qs,
+                                 int64_t cell) {
   if (prob.dim() != 2 || mask.dim() != 2 || cell < 1)
     throw Error("masked_quantile", "expected a 2-D map, a 2-D mask and a cell size >= 1");
   const int64_t H = prob.size(0), W = prob.size(1);
@@ -101,7 +102,7 @@ double masked_quantile(const at::Tensor& prob, const at::Tensor& mask, double q,
   const bool* mp = m.data_ptr<bool>();
   const int64_t mw = m.size(1);
   std::vector<int64_t> hist(size_t(kBins), 0);
-  int64_t total = 0;
+  MaskedQuantiles r;
   for (int64_t y = 0; y < H; ++y) {
     const bool* mrow = mp + (y / cell) * mw;
     const float* prow = pp + y * W;
@@ -109,14 +110,24 @@ double masked_quantile(const at::Tensor& prob, const at::Tensor& mask, double q,
       if (!mrow[x / cell]) continue;
       const float v = std::clamp(prow[x], 0.0f, 1.0f);
       hist[size_t(std::min<int64_t>(kBins - 1, int64_t(v * float(kBins))))]++;
-      ++total;
+      ++r.count;
     }
   }
-  if (total == 0) return 0;
-  const double target = std::clamp(q, 0.0, 1.0) * double(total);
-  int64_t bin = 0, cum = hist[0];
-  while (bin < kBins - 1 && double(cum) < target) cum += hist[size_t(++bin)];
-  return double(bin + 1) / double(kBins);
+  for (double q : qs) {
+    if (r.count == 0) {
+      r.values.push_back(0);
+      continue;
+    }
+    const double target = std::clamp(q, 0.0, 1.0) * double(r.count);
+    int64_t bin = 0, cum = hist[0];
+    while (bin < kBins - 1 && double(cum) < target) cum += hist[size_t(++bin)];
+    r.values.push_back(double(bin + 1) / double(kBins));
+  }
+  return r;
+}
+
+double masked_quantile(const at::Tensor& prob, const at::Tensor& mask, double q, int64_t cell) {
+  return masked_quantiles(prob, mask, {q}, cell).values[0];
 }
 
 const std::vector<std::string>& page_stat_names() {

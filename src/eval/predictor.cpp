@@ -187,14 +187,11 @@ PageStats compute_page_stats(const at::Tensor& blocks, const at::Tensor& prob, c
   // blocks: content_blocks of the canvas, (Hp/8, Wp/8).
   const int64_t H = prob.size(0), W = prob.size(1);
   PageStats s;
-  // Content pixels inside the image: whole blocks, less the rows/columns of the last ones beyond H, W.
-  at::Tensor rows = at::full({(H + 7) / 8}, 8, at::kLong), cols = at::full({(W + 7) / 8}, 8, at::kLong);
-  rows[-1] = H - 8 * (rows.size(0) - 1), cols[-1] = W - 8 * (cols.size(0) - 1);
-  at::Tensor inside = blocks.slice(0, 0, rows.size(0)).slice(1, 0, cols.size(0)).to(at::kLong);
-  const int64_t n_content = (inside * rows.view({-1, 1}) * cols.view({1, -1})).sum().item<int64_t>();
-  s.content_fraction = double(n_content) / double(H * W);
-  s.q99 = masked_quantile(prob, blocks, 0.99, 8);
-  s.q999 = masked_quantile(prob, blocks, 0.999, 8);
+  // One pass over the map: both quantiles and the number of content pixels inside the image.
+  const MaskedQuantiles mq = masked_quantiles(prob, blocks, {0.99, 0.999}, 8);
+  s.content_fraction = double(mq.count) / double(H * W);
+  s.q99 = mq.values[0];
+  s.q999 = mq.values[1];
   std::vector<double> content_cls;
   for (size_t i = 0; i < windows.size(); ++i) {
     const WindowPos& w = windows[i];
