@@ -9,13 +9,16 @@
 #   3. benchmarks: the zero-sum op on the GPU, the model table (base 768^2 batch 1: inference fp32 /
 #      bf16 autocast / CUDA graph / bf16 weights, training step fp32 / bf16 autocast, fused vs dense; atto),
 #      per-part forward times, whole A4 pages at 300 dpi (atto shipped weights, base random weights);
-#   4. a 60-second atto training run on .gpu/data (generated pages) whose loss must fall.
+#   4. a 60-second atto training run on .gpu/data (generated pages) whose loss must fall;
+#   5. a kernel-level profile (Kineto trace, summed by scripts/trace-summary.py) of the base 768^2
+#      training step and inference in bf16 autocast.
 # If the full build fails, the ops module alone is built (standalone) so the operator checks still run.
 # Everything is logged to $OUT (or build-gpu/logs): gpu-check.log (all output), summary.txt, bench.jsonl
 # (one JSON object per benchmark), build.log, ctest.log, train.jsonl. Exit 0 only if all steps passed;
 # a missing piece (no GPU, no GoogleTest, no training data) is reported, not hidden.
 # Environment: PYTHON (python with torch), CUDACXX (nvcc), DIFFNET_CUDA_ARCHITECTURES (e.g. 90), BUILD_DIR,
-# JOBS, DEADLINE_S (skip benchmark steps once this many seconds have passed; default 480).
+# JOBS, DEADLINE_S (skip benchmark steps once this many seconds have passed; default 420), SKIP_TABLE=1
+# (no model table or operator benchmark), PROFILE_MODES (default "train infer").
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -252,6 +255,23 @@ timeout 200 "$DN" bench --op zero-sum --device cuda --iters 20 --json >>"$BENCH"
   fail "zero-sum bench"
 tail -8 "$BENCH" | cut -c1-200
 fi
+
+step "profile: base 768^2 batch 1, bf16 autocast, Kineto trace (GPU time by kind of kernel)"
+# Why the targets are missed: per iteration, wall vs GPU-busy time (idle = the GPU waits for the host)
+# and the kernels that take the time. Traces are gzipped into $LOGS; the sums go to profile-*.json.
+for mode in ${PROFILE_MODES:-train infer}; do
+  time_left || { note "skipped (deadline): profile $mode"; continue; }
+  trace=$LOGS/trace-base-768-$mode-amp.json
+  if timeout 150 "$DN" bench --preset base --size 768 --batch 1 --device cuda --mode "$mode" --amp --iters 5 \
+       --warmup 5 --quiet --profile "$trace" 2>&1 | tail -2 | tee -a "$SUMMARY" && [ -s "$trace" ]; then
+    note "profile base-768 $mode (bf16 autocast):"
+    "$PY" "$ROOT/scripts/trace-summary.py" "$trace" --iters 3 --top 25 --json "$LOGS/profile-base-768-$mode-amp.json" 2>&1 |
+      tee -a "$SUMMARY" || fail "trace-summary $mode"
+    gzip -f "$trace"
+  else
+    fail "profile base-768 $mode"
+  fi
+done
 
 step "A4 pages at 300 dpi, whole pipeline (decode, DCT, windows, model, merge)"
 if time_left; then

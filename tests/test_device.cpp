@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <fstream>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "diffnet/model.h"
 #include "diffnet/train.h"
 #include "testing.h"
+#include <nlohmann/json.hpp>
 
 using namespace diffnet;
 
@@ -122,6 +124,53 @@ TEST(Device, GraphErrorsWithoutGpu) {
   CudaGraph g;
   EXPECT_THROW(g.capture([] {}), Error);
   EXPECT_THROW(g.replay(), Error);
+}
+
+// Names of the events of one category ("cpu_op", "kernel") in a Chrome trace file.
+static std::vector<std::string> trace_names(const std::string& path, const std::string& category) {
+  std::ifstream f(path);
+  const nlohmann::json j = nlohmann::json::parse(f);
+  std::vector<std::string> names;
+  for (const auto& e : j.at("traceEvents"))
+    if (e.value("cat", "") == category) names.push_back(e.value("name", ""));
+  return names;
+}
+
+static bool contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+TEST(Device, ProfileTraceOrClearError) {
+  const std::string path = testutil::temp_dir("profile") + "/trace.json";
+  const at::Tensor a = torch::randn({64, 64});
+  bool ran = false;
+  try {
+    write_profile_trace(path, false, [&] {
+      (void)at::mm(a, a).relu();
+      ran = true;
+    });
+  } catch (const Error& e) {
+    // A LibTorch without Kineto (Debian's 1.13) cannot write the trace: the message must say so.
+    EXPECT_NE(std::string(e.what()).find("profiler"), std::string::npos) << e.what();
+    EXPECT_TRUE(ran);
+    return;
+  }
+  const auto ops = trace_names(path, "cpu_op");
+  EXPECT_TRUE(contains(ops, "aten::mm"));
+  EXPECT_TRUE(contains(ops, "aten::relu"));
+  EXPECT_THROW(write_profile_trace("/nonexistent-dir/t.json", false, [] {}), Error);
+}
+
+TEST(Cuda, ProfileTraceHasKernels) {
+  SKIP_WITHOUT_CUDA();
+  const std::string path = testutil::temp_dir("profile-cuda") + "/trace.json";
+  const at::Tensor a = torch::randn({256, 256}).to(parse_device("cuda"));
+  write_profile_trace(path, true, [&] {
+    (void)at::mm(a, a).relu();
+    synchronize(a.device());
+  });
+  EXPECT_TRUE(contains(trace_names(path, "cpu_op"), "aten::mm"));
+  EXPECT_GE(trace_names(path, "kernel").size(), 2u);  // the matmul's and the relu's kernels
 }
 
 TEST(Cuda, ForwardMatchesCpu) {

@@ -42,6 +42,11 @@ class AutocastGuard {
   at::ScalarType prev_dtype_ = at::kFloat;
 };
 
+// Runs `fn` under LibTorch's Kineto profiler (CPU operators, and GPU kernels and copies when `cuda`) and
+// writes the Chrome trace (JSON, "traceEvents") to `path`; scripts/trace-summary.py sums kernel times.
+// Throws Error when this LibTorch has no usable profiler API (the build checks for it).
+void write_profile_trace(const std::string& path, bool cuda, const std::function<void()>& fn);
+
 // A CUDA graph of one call with fixed shapes and addresses: capture() runs `fn` a few times on a side
 // stream (warm-up), then records it once; replay() re-launches the recorded kernels (inputs are read
 // from, and outputs written to, the same tensors as during capture). `fn` must not synchronise with

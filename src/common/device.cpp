@@ -7,8 +7,15 @@
 #include <torch/version.h>
 
 #include <cstdio>
+#include <fstream>
+#include <set>
 
 #include "diffnet/common.h"
+
+// Set by CMake when a program using the Kineto profiler API below compiles and links against this LibTorch.
+#ifdef DIFFNET_HAVE_KINETO_PROFILER
+#include <torch/csrc/autograd/profiler_kineto.h>
+#endif
 
 #ifdef DIFFNET_WITH_CUDA
 // No ATen/cuda/CUDAContext.h: it pulls in cuBLAS/cuSOLVER headers that a bare toolkit may lack.
@@ -158,6 +165,38 @@ struct CudaGraph::Impl {
   bool captured = false;
 };
 #endif
+
+void write_profile_trace(const std::string& path, bool cuda, const std::function<void()>& fn) {
+  {
+    std::ofstream probe(path, std::ios::app);
+    if (!probe) throw Error("--profile", "cannot write '" + path + "'");
+  }
+#ifdef DIFFNET_HAVE_KINETO_PROFILER
+  namespace tp = torch::profiler::impl;
+  namespace ap = torch::autograd::profiler;
+  const tp::ProfilerConfig config(tp::ProfilerState::KINETO);
+  std::set<tp::ActivityType> activities{tp::ActivityType::CPU};
+  if (cuda) activities.insert(tp::ActivityType::CUDA);
+  ap::prepareProfiler(config, activities);
+  ap::enableProfiler(config, activities);
+  try {
+    fn();
+  } catch (...) {
+    (void)ap::disableProfiler();
+    throw;
+  }
+  auto result = ap::disableProfiler();
+  try {
+    result->save(path);
+  } catch (const c10::Error& e) {  // e.g. a LibTorch built without Kineto (USE_KINETO=0) has no trace
+    throw Error("--profile", std::string("this LibTorch cannot write a profiler trace: ") + e.what_without_backtrace());
+  }
+#else
+  (void)cuda;
+  (void)fn;
+  throw Error("--profile", "this LibTorch has no usable Kineto profiler API (see the configure log); use --parts");
+#endif
+}
 
 CudaGraph::CudaGraph() : impl_(std::make_unique<Impl>()) {}
 CudaGraph::~CudaGraph() = default;

@@ -3,11 +3,6 @@
 
 #include <torch/torch.h>
 #include <torch/version.h>
-// The legacy profiler's RecordProfile is only used with LibTorch 1.x (its 2.x successor has another API).
-#if TORCH_VERSION_MAJOR < 2 && __has_include(<torch/csrc/autograd/profiler_legacy.h>)
-#include <torch/csrc/autograd/profiler_legacy.h>
-#define DIFFNET_HAVE_LEGACY_PROFILER 1
-#endif
 
 #include <algorithm>
 #include <cstdio>
@@ -135,12 +130,11 @@ int run_model_bench(const ModelBenchOptions& opt) {
     for (auto& kv : samples) part_ms[kv.first] = median(kv.second);
   }
   if (!opt.profile.empty()) {
-#ifdef DIFFNET_HAVE_LEGACY_PROFILER
-    torch::autograd::profiler::RecordProfile guard(opt.profile);
-    iteration();
-#else
-    throw Error("bench", "--profile: this LibTorch has no legacy profiler (RecordProfile); use --parts");
-#endif
+    // Three more iterations, as timed above (graph replays when --graph), then one device sync.
+    write_profile_trace(opt.profile, device.is_cuda(), [&] {
+      for (int i = 0; i < 3; ++i) run_once();
+      synchronize(device);
+    });
   }
   const double med = median(times);
   std::sort(times.begin(), times.end());

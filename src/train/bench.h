@@ -23,7 +23,7 @@ struct ModelBenchOptions {
   bool parts = false;                  // also time the model's parts (forward, synchronised after each)
   bool json = false;
   bool quiet = false;                  // no progress line
-  std::string profile;                 // write a Chrome trace (autograd profiler) of one extra iteration here
+  std::string profile;                 // write a Chrome trace (Kineto profiler) of three more iterations here
 };
 
 // Runs the benchmark and prints one line (or one JSON object). Returns 0.

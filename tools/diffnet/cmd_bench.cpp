@@ -58,7 +58,7 @@ Registrar reg("bench", [](CLI::App& app) {
   sub->add_flag("--parts", m.parts, "Also report the forward time of each model part (synchronised)");
   sub->add_flag("--json", m.json, "One JSON object instead of a text line");
   sub->add_flag("--quiet", m.quiet, "No progress line");
-  sub->add_option("--profile", m.profile, "Write a Chrome trace (LibTorch profiler) of one extra iteration to FILE");
+  sub->add_option("--profile", m.profile, "Write a Chrome trace (LibTorch Kineto profiler: operators, GPU kernels) of three more iterations to FILE; scripts/trace-summary.py sums it");
   sub->add_option("--op", o->op, "Benchmark an operator instead of the model: zero-sum");
   sub->add_option("--device", m.device, "cpu | cuda | cuda:N")->capture_default_str();
   sub->add_flag("--quick", o->quick, "With --op: small shapes only");

@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""scripts/trace-summary.py against a hand-made Chrome trace whose sums are worked out below."""
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(ROOT, "scripts", "trace-summary.py")
+spec = importlib.util.spec_from_file_location("trace_summary", SCRIPT)
+ts = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(ts)
+
+
+def X(cat, name, t, d):
+    return {"ph": "X", "cat": cat, "name": name, "ts": t, "dur": d}
+
+
+# Two iterations. GPU: a gemm [0,10), an add [5,15) overlapping it, a copy [30,34), a depthwise
+# backward [50,56). Host: an operator from -10, three launches, one stream sync ending at 100.
+TRACE = {"traceEvents": [
+    X("kernel", "sm90_xmma_gemm_bf16bf16_bf16f32", 0, 10),
+    X("kernel", "void at::native::vectorized_elementwise_kernel<4, AddFunctor>", 5, 10),
+    X("gpu_memcpy", "Memcpy HtoD", 30, 4),
+    X("kernel", "conv_depthwise2d_grad_weight_kernel", 50, 6),
+    X("cpu_op", "aten::conv2d", -10, 5),
+    X("cuda_runtime", "cudaLaunchKernel", -2, 1),
+    X("cuda_runtime", "cudaLaunchKernel", -1, 1),
+    X("cuda_runtime", "cudaLaunchKernelExC", 0, 1),
+    X("cuda_runtime", "cudaStreamSynchronize", 60, 40),
+    {"ph": "i", "name": "marker", "ts": 500},  # instant events have no duration: ignored
+]}
+
+
+class TraceSummary(unittest.TestCase):
+    def test_union_counts_overlaps_once(self):
+        self.assertEqual(ts.union_length([(0, 10), (5, 15), (30, 34), (50, 56), (51, 52)]), 15 + 4 + 6)
+        self.assertEqual(ts.union_length([]), 0)
+
+    def test_hand_computed_sums(self):
+        s = ts.summarize(TRACE, 2)
+        self.assertAlmostEqual(s["wall_ms"], 110 / 2 / 1e3)          # -10 .. 100
+        self.assertAlmostEqual(s["gpu_busy_ms"], 25 / 2 / 1e3)       # [0,15) + 4 + 6
+        self.assertAlmostEqual(s["gpu_time_ms"], 30 / 2 / 1e3)       # 10 + 10 + 4 + 6
+        self.assertAlmostEqual(s["gpu_idle_share"], 1 - 12.5 / 55)
+        self.assertAlmostEqual(s["kernel_launches"], 1.5)
+        self.assertAlmostEqual(s["host_syncs"], 0.5)
+        k = s["by_kind_ms"]
+        self.assertAlmostEqual(k["gemm / conv (tensor cores)"], 5e-3)
+        self.assertAlmostEqual(k["elementwise"], 5e-3)
+        self.assertAlmostEqual(k["copies / memset"], 2e-3)
+        self.assertAlmostEqual(k["depthwise conv"], 3e-3)
+        self.assertEqual(set(k), {"gemm / conv (tensor cores)", "elementwise", "copies / memset", "depthwise conv"})
+
+    def test_cli_prints_and_writes_json(self):
+        with tempfile.TemporaryDirectory() as d:
+            trace, out = os.path.join(d, "t.json"), os.path.join(d, "s.json")
+            with open(trace, "w") as f:
+                json.dump(TRACE, f)
+            r = subprocess.run([sys.executable, SCRIPT, trace, "--iters", "2", "--json", out],
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("wall 0.06 ms", r.stdout)  # 0.055 rounded
+            with open(out) as f:
+                self.assertEqual(json.load(f)["top_kernels"][0]["calls"], 0.5)
+            r = subprocess.run([sys.executable, SCRIPT, trace, "--iters", "0"], capture_output=True, text=True)
+            self.assertNotEqual(r.returncode, 0)
+            with open(trace, "w") as f:
+                json.dump({"traceEvents": []}, f)
+            r = subprocess.run([sys.executable, SCRIPT, trace], capture_output=True, text=True)
+            self.assertIn("no operator or kernel events", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
