@@ -143,16 +143,13 @@ static bool contains(const std::vector<std::string>& v, const std::string& s) {
 TEST(Device, ProfileTraceOrClearError) {
   const std::string path = testutil::temp_dir("profile") + "/trace.json";
   const at::Tensor a = torch::randn({64, 64});
-  bool ran = false;
   try {
     write_profile_trace(path, false, [&] {
       (void)at::mm(a, a).relu();
-      ran = true;
     });
   } catch (const Error& e) {
     // A LibTorch without Kineto (Debian's 1.13) cannot write the trace: the message must say so.
     EXPECT_NE(std::string(e.what()).find("profiler"), std::string::npos) << e.what();
-    EXPECT_TRUE(ran);
     return;
   }
   const auto ops = trace_names(path, "cpu_op");
