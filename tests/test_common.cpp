@@ -151,6 +151,8 @@ TEST(Common, PathHelpers) {
   EXPECT_EQ(file_stem("a/b/c.prob.png"), "c.prob");
   EXPECT_EQ(format_duration(3725), "1:02:05");
   EXPECT_EQ(format_duration(65), "1:05");
+  EXPECT_EQ(shape_str({}), "[]");
+  EXPECT_EQ(shape_str({2, 64, 7}), "[2, 64, 7]");
 }
 
 TEST(Common, CliVersion) {

@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -43,7 +44,7 @@ Predictor make_predictor(int64_t batch = 2, int64_t stride = 0, const std::strin
   opt.stride = stride;
   opt.dct_source = dct_source;
   opt.merge = merge;
-  return Predictor(load_weights_or_random(tiny_model().path), opt);
+  return Predictor(load_weights(tiny_model().path), opt);
 }
 
 // The tiny model saved again with `calibration` metadata (train_size 64 as before).
@@ -175,7 +176,7 @@ TEST(EvalPredict, CalibrationFromMetadataIsApplied) {
   // p = sigmoid(3 * cls_max - 1) (identity transform), cls_max = the max of softmax(cls)[1] over the
   // windows that hold content: here every window (a textured page), so it is the direct forwards' max.
   const std::string w = calibrated_weights({{"statistic", "cls_max"}, {"transform", "identity"}, {"a", 3.0}, {"b", -1.0}}, "a");
-  LoadedModel lm = load_weights_or_random(w);
+  LoadedModel lm = load_weights(w);
   ASSERT_TRUE(lm.calibration.has_value());
   EXPECT_EQ(lm.calibration->statistic, "cls_max");
   EXPECT_EQ(lm.calibration->a, 3.0);
@@ -198,12 +199,12 @@ TEST(EvalPredict, CalibrationFromMetadataIsApplied) {
   // --score window-max ignores the calibration (the Syn2Real rule).
   PredictOptions wm = opt;
   wm.score = "window-max";
-  Prediction q = Predictor(load_weights_or_random(w), wm).predict_rgb(rgb, {}, "d");
+  Prediction q = Predictor(load_weights(w), wm).predict_rgb(rgb, {}, "d");
   EXPECT_EQ(q.score_kind, "uncalibrated");
   EXPECT_NEAR(q.image_score, cls_max, 1e-6);
   // Broken calibration metadata is an error naming the file.
   const std::string bad = calibrated_weights({{"statistic", "q42"}, {"a", 1}, {"b", 0}}, "bad");
-  EXPECT_THROW(load_weights_or_random(bad), Error);
+  EXPECT_THROW(load_weights(bad), Error);
 }
 
 TEST(EvalPredict, PageScoreAndMapIgnoreWhiteMarginsAndTiling) {
@@ -211,7 +212,7 @@ TEST(EvalPredict, PageScoreAndMapIgnoreWhiteMarginsAndTiling) {
   // windows over the page see the same pixels), and the page tiled 2 x 2. The calibration is steep
   // (a = 8 on the logit of q999) so that a raw-statistic change shows in the score.
   const std::string w = calibrated_weights({{"statistic", "q999"}, {"transform", "logit"}, {"a", 8.0}, {"b", 0.0}}, "m");
-  Predictor pred(load_weights_or_random(w), PredictOptions{});
+  Predictor pred(load_weights(w), PredictOptions{});
   at::Tensor page = test_image(128, 128, 31);
   Prediction base = pred.predict_rgb(page, {}, "page");
   at::Tensor margin = at::full({320, 384, 3}, 255, at::kByte);
@@ -256,7 +257,7 @@ TEST(EvalPredict, BlankPageHasNoSeams) {
 TEST(EvalPredict, OptionErrors) {
   PredictOptions bad_window;
   bad_window.window = 100;
-  EXPECT_THROW(Predictor(load_weights_or_random(tiny_model().path), bad_window), Error);
+  EXPECT_THROW(Predictor(load_weights(tiny_model().path), bad_window), Error);
   Predictor file_dct = make_predictor(2, 0, "file");
   try {
     file_dct.predict_bytes(encode_png(test_image(32, 32, 4)), "x.png");
@@ -264,16 +265,16 @@ TEST(EvalPredict, OptionErrors) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("x.png"), std::string::npos);
   }
-  EXPECT_THROW(load_weights_or_random("/nonexistent/w.safetensors"), Error);
+  EXPECT_THROW(load_weights("/nonexistent/w.safetensors"), Error);
   PredictOptions bad_merge;
   bad_merge.merge = "mean";
-  EXPECT_THROW(Predictor(load_weights_or_random(tiny_model().path), bad_merge), Error);
+  EXPECT_THROW(Predictor(load_weights(tiny_model().path), bad_merge), Error);
   // A bad train_size in the weights is the file's error (not a --window error).
   for (const std::string ts : {"-256", "100", "0", "256px", "99999"}) {
     const std::string path = testutil::temp_dir("bad-train-size") + "/w.safetensors";
     save_model(tiny_model().model, path, at::kFloat, {{"train_size", ts}});
     try {
-      load_weights_or_random(path);
+      load_weights(path);
       ADD_FAILURE() << ts;
     } catch (const Error& e) {
       EXPECT_EQ(std::string(e.what()).rfind(path + ": metadata train_size", 0), 0u) << e.what();
@@ -368,7 +369,7 @@ TEST(EvalPredict, CalibrateFitsStatsAndWritesMetadata) {
   nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_NEAR(j["calibration"]["a"].get<double>(), a, 1e-6);
   EXPECT_NEAR(j["calibration"]["b"].get<double>(), b, 1e-6);
-  LoadedModel lm = load_weights_or_random(dir + "/cal.safetensors");
+  LoadedModel lm = load_weights(dir + "/cal.safetensors");
   ASSERT_TRUE(lm.calibration.has_value());
   EXPECT_EQ(lm.calibration->statistic, "cls_max");
   EXPECT_NEAR(lm.calibration->a, a, 1e-6);
@@ -447,18 +448,45 @@ TEST(EvalPredict, CliWritesMapsOverlaysAndRecords) {
 TEST(EvalPredict, DefaultWeightsLookup) {
   setenv("DIFFNET_WEIGHTS", "/nonexistent/w.safetensors", 1);
   EXPECT_EQ(default_weights_path(), "/nonexistent/w.safetensors");
-  EXPECT_THROW(load_weights_or_random(""), Error);  // named explicitly, so its absence is an error
+  EXPECT_THROW(load_weights(""), Error);  // named explicitly, so its absence is an error
   unsetenv("DIFFNET_WEIGHTS");
-  EXPECT_EQ(default_weights_path(), testutil::source_path("weights/diffnet-atto.safetensors"));
-  std::error_code ec;
-  if (std::filesystem::exists(default_weights_path(), ec)) GTEST_SKIP() << "shipped weights present";
-  // No shipped weights yet: a random model and a clear warning.
+  // Installed location first (this test binary's <prefix>/share/...), then the source tree's.
+  const std::vector<std::string> c = default_weights_candidates();
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_NE(c[0].find("/share/diffnet/weights/diffnet-atto.safetensors"), std::string::npos) << c[0];
+  EXPECT_EQ(c[1], testutil::source_path("weights/diffnet-atto.safetensors"));
+  EXPECT_THROW(choose_weights(tiny_model().path, true), Error);  // a file and random weights
+
+  // Random weights only when asked for, with a warning; with a weights file that is an error.
   std::string in = testutil::temp_dir("predict-rand");
   write_png(in + "/p.png", test_image(40, 40, 7));
-  testutil::CliResult r = testutil::run_cli("predict '" + in + "/p.png' --json");
+  testutil::CliResult r = testutil::run_cli("predict '" + in + "/p.png' --random-weights --json");
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.err.find("no weights found: using random weights, results are meaningless"), std::string::npos) << r.err;
-  EXPECT_EQ(nlohmann::json::parse(r.out)["window"], 512);
+  EXPECT_NE(r.err.find("random weights (an untrained atto model): results are meaningless"), std::string::npos) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["window"], 512);  // no train_size: the default window
+  r = testutil::run_cli("predict '" + in + "/p.png' --random-weights --weights '" + tiny_model().path + "'");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("exclude each other"), std::string::npos) << r.err;
+
+  // An installed copy (<prefix>/bin/diffnet) finds <prefix>/share/diffnet/weights/ before the source
+  // tree's: the tiny model's train_size 64 shows which file was read.
+  const std::string prefix = testutil::temp_dir("install-prefix");
+  std::filesystem::create_directories(prefix + "/bin");
+  std::filesystem::create_directories(prefix + "/share/diffnet/weights");
+  std::filesystem::copy_file(DIFFNET_CLI, prefix + "/bin/diffnet");
+  std::filesystem::permissions(prefix + "/bin/diffnet", std::filesystem::perms::owner_exec,
+                               std::filesystem::perm_options::add);
+  std::filesystem::copy_file(tiny_model().path, prefix + "/share/diffnet/weights/diffnet-atto.safetensors");
+  const std::string cmd = "'" + prefix + "/bin/diffnet' predict '" + in + "/p.png' --json 2>/dev/null";
+  std::string out;
+  if (FILE* f = popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+    EXPECT_EQ(pclose(f), 0) << out;
+  }
+  ASSERT_FALSE(out.empty());
+  EXPECT_EQ(nlohmann::json::parse(out)["window"], 64) << out;
 }
 
 #ifdef DIFFNET_TEST_HAVE_DATA

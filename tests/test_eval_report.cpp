@@ -2,12 +2,14 @@
 // the HTML's rows, escaping and inlined images decoded here (base64 decoder of this file); a failed input
 // listed with its error; nothing half-written left behind (random-init model: plumbing, not accuracy).
 #include <algorithm>
+#include <cstdlib>
 #include <cmath>
 #include <filesystem>
 #include <map>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
+#include <sys/wait.h>
 
 #include "diffnet/common.h"
 #include "diffnet/image_io.h"
@@ -119,6 +121,16 @@ TEST(EvalReport, FieldRules) {
   EXPECT_EQ(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
   EXPECT_EQ(csv_field("two\nlines"), "\"two\nlines\"");
   EXPECT_EQ(csv_field("cr\r"), "\"cr\r\"");
+  // Formula injection (a file named like a formula): neutralised with a leading quote; numbers kept.
+  EXPECT_EQ(csv_field("=HYPERLINK(\"http://x\")"), "\"'=HYPERLINK(\"\"http://x\"\")\"");
+  EXPECT_EQ(csv_field("+1-2.png"), "'+1-2.png");
+  EXPECT_EQ(csv_field("-cmd|' /C calc'!A0"), "'-cmd|' /C calc'!A0");
+  EXPECT_EQ(csv_field("@SUM(A1)"), "'@SUM(A1)");
+  EXPECT_EQ(csv_field("\tx"), "'\tx");
+  EXPECT_EQ(csv_field("\rx"), "\"'\rx\"");
+  EXPECT_EQ(csv_field("-0.25"), "-0.25");
+  EXPECT_EQ(csv_field("1e-05"), "1e-05");
+  EXPECT_EQ(csv_field("a=b"), "a=b");
   EXPECT_EQ(html_escape("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
   EXPECT_EQ(html_escape("odd\xFF"), "odd\xEF\xBF\xBD");
   // Margin max(8, larger side / 4), clamped to the image.
@@ -266,4 +278,29 @@ TEST(EvalReport, CliWritesHtmlReportAndCsv) {
   EXPECT_EQ(no.exit_code, 2);
   EXPECT_NE(no.err.find("missing/r.html: cannot write"), std::string::npos) << no.err;
   EXPECT_EQ(no.out.find("regions"), std::string::npos) << "stopped before the table";
+}
+
+// A write that fails (here: past the file-size limit, as on a full disk) fails that input, as any other
+// per-input error does: the command goes on, exits 2, the CSV/report name the error, no partial map or
+// temporary file remains.
+TEST(EvalReport, FailedWritesLeaveNoPartialFiles) {
+  const std::string in = testutil::temp_dir("full-in"), out = testutil::temp_dir("full-out");
+  write_png(in + "/page.png", testutil::test_page(384, 384, 5));
+  std::filesystem::create_directories(out + "/maps");
+  // ulimit -f counts 1024-byte blocks: 8 KB is less than the maps of a 384 x 384 page.
+  const std::string cmd = "(ulimit -f 8; exec '" + std::string(DIFFNET_CLI) + "' predict '" + in +
+                          "/page.png' --weights '" + testutil::tiny_model().path + "' --out '" + out +
+                          "/maps' --report '" + out + "/r.html' --csv '" + out + "/r.csv' -q) 2>'" + out + "/err'";
+  const int status = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by a signal (SIGXFSZ not ignored?)";
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  const std::string err = text_of(out + "/err");
+  EXPECT_NE(err.find("page.prob.png: write failed: File too large"), std::string::npos) << err;
+  Rows rows = parse_csv(text_of(out + "/r.csv"));
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_NE(rows[1].back().find("write failed: File too large"), std::string::npos) << rows[1].back();
+  EXPECT_EQ(rows[1][2], "");  // no decision for a failed input
+  EXPECT_FALSE(std::filesystem::exists(out + "/maps/page.prob.png"));
+  for (const auto& e : std::filesystem::recursive_directory_iterator(out))
+    EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << e.path();
 }

@@ -57,7 +57,7 @@ struct RunningServer {
   std::thread thread;
   explicit RunningServer(size_t max_upload) : RunningServer(test_options(max_upload)) {}
   explicit RunningServer(const ServeOptions& o)
-      : server(Predictor(load_weights_or_random(testutil::tiny_model().path), PredictOptions{}), o) {
+      : server(Predictor(load_weights(testutil::tiny_model().path), PredictOptions{}), o) {
     server.bind();
     thread = std::thread([this] { server.listen(); });
   }
@@ -133,7 +133,7 @@ TEST(Serve, PredictHealthPageAndErrors) {
   EXPECT_EQ(j["width"], 90);
   EXPECT_EQ(j["height"], 50);
   EXPECT_FALSE(j.contains("maps"));
-  Predictor local(load_weights_or_random(testutil::tiny_model().path), PredictOptions{});
+  Predictor local(load_weights(testutil::tiny_model().path), PredictOptions{});
   Prediction want = local.predict_bytes(png, "upload");
   EXPECT_NEAR(j["image_score"].get<double>(), want.image_score, 1e-9);
   EXPECT_EQ(j["decision"], want.decision);

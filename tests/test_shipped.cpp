@@ -77,7 +77,7 @@ TEST(Shipped, WeightsFileIsFp16WithConfigAndRecipe) {
 }
 
 TEST(Shipped, PredictLoadsItByDefault) {
-  LoadedModel lm = load_weights_or_random("");
+  LoadedModel lm = load_weights("");
   EXPECT_EQ(fs::canonical(lm.source), fs::canonical(kWeights));
   EXPECT_EQ(lm.train_size, 256);
   ASSERT_TRUE(lm.calibration.has_value());
@@ -86,7 +86,7 @@ TEST(Shipped, PredictLoadsItByDefault) {
 }
 
 TEST(Shipped, SeparatesTamperedFromPristineExample) {
-  Predictor p(load_weights_or_random(kWeights), PredictOptions{});
+  Predictor p(load_weights(kWeights), PredictOptions{});
   const std::string tampered = testutil::source_path("examples/02-payslip-tampered.jpg");
   const std::string pristine = testutil::source_path("examples/05-letter-pristine.jpg");
   Prediction t = p.predict_file(tampered);
@@ -124,7 +124,7 @@ TEST(Shipped, PageScoreAndMapIgnoreWhiteMarginsAndTiling) {
   // padding, so the map moves a little there (measured mean |dp| 0.0021 and 0.0013). The tiled page's
   // SCORE is not asserted: the shipped model puts false alarms where one tile's edge meets the next
   // (0.689 tiled against 0.139 alone), a known limit (README).
-  Predictor p(load_weights_or_random(kWeights), PredictOptions{});
+  Predictor p(load_weights(kWeights), PredictOptions{});
   at::Tensor page = decode_image(testutil::source_path("examples/05-letter-pristine.jpg"));
   const int64_t H = page.size(0), W = page.size(1);
   Prediction base = p.predict_rgb(page, {}, "page");

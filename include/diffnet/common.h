@@ -119,6 +119,9 @@ class Progress {
   double last_draw_ = -1e30;
 };
 
+// A shape or list of sizes as "[a, b, c]" (error messages; pass t.sizes().vec() for a tensor).
+std::string shape_str(const std::vector<int64_t>& dims);
+
 // Formats seconds as H:MM:SS or M:SS.
 std::string format_duration(double seconds);
 

@@ -185,14 +185,20 @@ struct LoadedModel {
   std::optional<PageCalibration> calibration;  // metadata "calibration" (absent: uncalibrated)
 };
 
-// Path of the shipped default weights: $DIFFNET_WEIGHTS when set, else
-// <source dir>/weights/diffnet-atto.safetensors (compile-time DIFFNET_SOURCE_DIR).
+// Where the shipped default weights are looked for, in order: $DIFFNET_WEIGHTS alone when set; else
+// <prefix>/share/diffnet/weights/diffnet-atto.safetensors next to an installed <prefix>/bin/diffnet, then
+// <source dir>/weights/diffnet-atto.safetensors (compile-time DIFFNET_SOURCE_DIR: the build tree).
+std::vector<std::string> default_weights_candidates();
+// The first candidate that exists (the last one when none does).
 std::string default_weights_path();
 
-// Loads `weights` (an error if it does not exist). With weights empty: the default path when that file
-// exists, otherwise a randomly initialised atto model (seed 0) after printing a warning
-// "no weights found: using random weights, results are meaningless" on stderr.
-LoadedModel load_weights_or_random(const std::string& weights);
+// Loads `weights` (an error if it does not exist). With weights empty: the default weights; when none
+// exists, an Error saying where it looked (an untrained model is only ever asked for: random_model).
+LoadedModel load_weights(const std::string& weights);
+
+// What a command's weights options choose: with `random`, an untrained `preset` model and a warning on
+// stderr (an Error together with a weights path); otherwise load_weights(weights).
+LoadedModel choose_weights(const std::string& weights, bool random, const std::string& preset = "atto");
 
 // A randomly initialised model of `preset` (seed 0, source "random <preset>"), e.g. for timing.
 LoadedModel random_model(const std::string& preset = "atto");

@@ -25,7 +25,8 @@ struct ReportOptions {
 
 // Text for HTML: valid_utf8(s) with & < > " ' as character references.
 std::string html_escape(const std::string& s);
-// One CSV field (RFC 4180): quoted, quotes doubled, when it holds a comma, a quote, CR or LF.
+// One CSV field (RFC 4180): quoted, quotes doubled, when it holds a comma, a quote, CR or LF. A text that
+// is not a number and starts with = + - @ TAB or CR gets a leading ' (spreadsheets would run it as a formula).
 std::string csv_field(const std::string& s);
 // The region crop of the report: r's box plus a margin of max(8, a quarter of its larger side), inside the image.
 Rect crop_rect(const Region& r, int64_t height, int64_t width);

@@ -335,6 +335,12 @@ double cpu_clock_seconds(clockid_t id) {
 double process_cpu_seconds() { return cpu_clock_seconds(CLOCK_PROCESS_CPUTIME_ID); }
 double thread_cpu_seconds() { return cpu_clock_seconds(CLOCK_THREAD_CPUTIME_ID); }
 
+std::string shape_str(const std::vector<int64_t>& dims) {
+  std::string r = "[";
+  for (size_t i = 0; i < dims.size(); ++i) r += (i ? ", " : "") + std::to_string(dims[i]);
+  return r + "]";
+}
+
 std::string format_duration(double seconds) {
   if (!(seconds >= 0) || seconds > 1e8) return "?";
   long s = static_cast<long>(seconds + 0.5);

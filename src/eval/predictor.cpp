@@ -21,9 +21,23 @@ namespace diffnet {
 constexpr int64_t kDefaultWindow = 512;
 constexpr int64_t kMaxTrainSize = 4096;  // larger windows are not a training size anyone uses
 
+std::vector<std::string> default_weights_candidates() {
+  if (const char* env = std::getenv("DIFFNET_WEIGHTS"); env && *env) return {env};
+  std::vector<std::string> c;
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec && exe.has_parent_path())  // installed: <prefix>/bin/diffnet -> <prefix>/share/diffnet/weights/
+    c.push_back((exe.parent_path().parent_path() / "share/diffnet/weights/diffnet-atto.safetensors").string());
+  c.push_back(std::string(DIFFNET_SOURCE_DIR) + "/weights/diffnet-atto.safetensors");  // the build tree's
+  return c;
+}
+
 std::string default_weights_path() {
-  if (const char* env = std::getenv("DIFFNET_WEIGHTS"); env && *env) return env;
-  return std::string(DIFFNET_SOURCE_DIR) + "/weights/diffnet-atto.safetensors";
+  const std::vector<std::string> c = default_weights_candidates();
+  std::error_code ec;
+  for (const auto& p : c)
+    if (std::filesystem::is_regular_file(p, ec)) return p;
+  return c.back();
 }
 
 namespace {
@@ -59,21 +73,28 @@ LoadedModel load_from_file(const std::string& path) {
 
 }  // namespace
 
-LoadedModel load_weights_or_random(const std::string& weights) {
+LoadedModel load_weights(const std::string& weights) {
   std::error_code ec;
   if (!weights.empty()) {
     if (!std::filesystem::is_regular_file(weights, ec)) throw Error(weights, "weights file not found");
     return load_from_file(weights);
   }
-  std::string path = default_weights_path();
+  const std::string path = default_weights_path();
   if (std::filesystem::is_regular_file(path, ec)) return load_from_file(path);
   if (const char* env = std::getenv("DIFFNET_WEIGHTS"); env && *env)
     throw Error(path, "weights file named by $DIFFNET_WEIGHTS not found");
-  std::fprintf(stderr, "warning: no weights found: using random weights, results are meaningless (looked for %s)\n",
-               path.c_str());
-  LoadedModel lm = random_model("atto");
-  lm.source = "random";
-  return lm;
+  std::string looked;
+  for (const auto& p : default_weights_candidates()) looked += (looked.empty() ? "" : ", ") + p;
+  throw Error("weights", "no model weights found (looked for " + looked +
+                             "): name a weights file (--weights, $DIFFNET_WEIGHTS), or ask for an untrained model "
+                             "explicitly (--random-weights: timing and tests only)");
+}
+
+LoadedModel choose_weights(const std::string& weights, bool random, const std::string& preset) {
+  if (!random) return load_weights(weights);
+  if (!weights.empty()) throw Error("weights", "a weights file and random weights exclude each other");
+  std::fprintf(stderr, "warning: random weights (an untrained %s model): results are meaningless\n", preset.c_str());
+  return random_model(preset);
 }
 
 LoadedModel random_model(const std::string& preset) {

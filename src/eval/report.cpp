@@ -2,6 +2,7 @@
 #include "diffnet/report.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -28,7 +29,19 @@ std::string html_escape(const std::string& s) {
   return out;
 }
 
-std::string csv_field(const std::string& s) {
+// A decimal number as we write them (digits, one sign, point, exponent): left as it is.
+bool is_number(const std::string& s) {
+  char* end = nullptr;
+  if (s.empty()) return false;
+  (void)std::strtod(s.c_str(), &end);
+  return end == s.c_str() + s.size() && s.find_first_not_of("0123456789+-.eE") == std::string::npos;
+}
+
+std::string csv_field(const std::string& s_in) {
+  // A text that a spreadsheet would run as a formula (=, +, -, @, tab, CR first) gets a leading ' .
+  const bool formula = !s_in.empty() && std::string("=+-@\t\r").find(s_in[0]) != std::string::npos &&
+                       !is_number(s_in);
+  const std::string s = formula ? "'" + s_in : s_in;
   if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
   std::string out = "\"";
   for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);

@@ -84,8 +84,8 @@ int64_t import_convnextv2(DiffNet& model, const std::string& path) {
                              t.dim() == 4 && t.size(2) == 1 && t.size(3) == 1);
     if (t.sizes() != want.sizes()) {
       if (!reshapable || t.numel() != want.numel())
-        throw Error(path, "tensor '" + name + "' has wrong shape: got " + shape_str(t.sizes()) + ", expected " +
-                              shape_str(want.sizes()) + " (for " + key + ")");
+        throw Error(path, "tensor '" + name + "' has wrong shape: got " + shape_str(t.sizes().vec()) + ", expected " +
+                              shape_str(want.sizes().vec()) + " (for " + key + ")");
       t = t.reshape(want.sizes());
     }
     if (!at::isFloatingType(t.scalar_type()))

@@ -39,12 +39,6 @@ void check_weights_file(const ModelConfig& cfg, const std::map<std::string, at::
 
 }  // namespace
 
-std::string shape_str(at::IntArrayRef s) {
-  std::string r = "[";
-  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
-  return r + "]";
-}
-
 std::map<std::string, at::Tensor> model_state(DiffNet& model) {
   std::map<std::string, at::Tensor> out;
   for (auto& kv : live_tensors(model)) out[kv.first] = kv.second.detach().to(at::kCPU).contiguous();
@@ -58,8 +52,8 @@ void load_state_strict(const std::map<std::string, at::Tensor>& target, const st
     auto it = target.find(kv.first);
     if (it == target.end()) throw Error(subject, "unknown tensor '" + kv.first + "'");
     if (kv.second.sizes() != it->second.sizes())
-      throw Error(subject, "tensor '" + kv.first + "' has wrong shape: got " + shape_str(kv.second.sizes()) +
-                               ", expected " + shape_str(it->second.sizes()));
+      throw Error(subject, "tensor '" + kv.first + "' has wrong shape: got " + shape_str(kv.second.sizes().vec()) +
+                               ", expected " + shape_str(it->second.sizes().vec()));
   }
   std::vector<std::string> missing;
   for (const auto& kv : target)

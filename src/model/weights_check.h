@@ -8,9 +8,6 @@
 
 namespace diffnet {
 
-// "[a, b, c]".
-std::string shape_str(at::IntArrayRef s);
-
 // Copies src into target (same names and shapes; dtype converted). Checks everything before copying:
 // unknown tensor, wrong shape (got [..], expected [..]) and missing tensors are Errors with `subject`.
 void load_state_strict(const std::map<std::string, at::Tensor>& target, const std::map<std::string, at::Tensor>& src,

@@ -99,8 +99,7 @@ std::vector<Item> run_model(const CalibrateCli& o, Predictor& predictor) {
 void run(const CalibrateCli& o) {
   if (o.data.empty() == o.from_stats.empty()) throw Error("calibrate", "give exactly one of --data and --from-stats");
   if (o.transform != "logit" && o.transform != "identity") throw Error("--transform", "expected logit or identity");
-  LoadedModel lm = load_weights_or_random(o.weights);
-  if (lm.source == "random" && !o.out.empty()) throw Error("calibrate", "no weights to calibrate (random model)");
+  LoadedModel lm = load_weights(o.weights);
   const std::string source = lm.source;
   PredictOptions popt = o.predict;
   popt.merge = "blend";

@@ -15,6 +15,7 @@ namespace {
 
 struct EvalCli {
   std::string weights;
+  bool random_weights = false;
   std::string protocol = "syn2real";
   EvalOptions eval;
   PredictOptions predict;
@@ -30,7 +31,7 @@ void run(const EvalCli& o) {
   // whole-page defaults of predict (blend, calibrated page score).
   popt.merge = !o.merge.empty() ? o.merge : (o.protocol == "syn2real" ? "max" : "blend");
   popt.score = !o.score.empty() ? o.score : (o.protocol == "syn2real" ? "window-max" : "page");
-  Predictor predictor(load_weights_or_random(o.weights), popt);
+  Predictor predictor(choose_weights(o.weights, o.random_weights), popt);
   EvalMetrics m = evaluate_dataset(predictor, o.eval);
   if (!o.reliability_png.empty()) {
     Reliability r = reliability(m.scores, m.labels);
@@ -54,7 +55,9 @@ Registrar reg("eval", [](CLI::App& app) {
   auto o = std::make_shared<EvalCli>();
   CLI::App* sub = app.add_subcommand("eval", "Run a model over a dataset and report Syn2Real / Doc-protocol metrics");
   sub->add_option("-w,--weights", o->weights,
-                  "Weights (.safetensors); default $DIFFNET_WEIGHTS or weights/diffnet-atto.safetensors");
+                  "Weights (.safetensors); default $DIFFNET_WEIGHTS, else the installed or the source tree's weights/diffnet-atto.safetensors");
+  sub->add_flag("--random-weights", o->random_weights,
+                "Use an untrained model instead of weights (timing and tests only: results are meaningless)");
   sub->add_option("--data", o->eval.data, "Dataset: DIR with images/ (+ masks/), DocTamper LMDB dir, or list file")
       ->required();
   sub->add_option("--protocol", o->protocol, "syn2real (global pixel counts) or doc (mean per-image F1)")

@@ -26,6 +26,7 @@ namespace {
 struct PredictCli {
   std::vector<std::string> inputs;
   std::string weights;
+  bool random_weights = false;
   std::string out_dir;
   std::string report;  // --report FILE.html
   std::string csv;     // --csv FILE.csv
@@ -118,9 +119,11 @@ void run_bench(Predictor& predictor, int runs) {
 }
 
 void run(const PredictCli& o) {
-  if (!o.bench_preset.empty() && (!o.bench || !o.weights.empty()))
-    throw Error("--preset", "is for --bench without --weights (random weights)");
-  Predictor predictor(o.bench_preset.empty() ? load_weights_or_random(o.weights) : random_model(o.bench_preset),
+  if (!o.bench_preset.empty() && !((o.bench || o.random_weights) && o.weights.empty()))
+    throw Error("--preset", "is for random weights (--random-weights, or --bench without --weights)");
+  Predictor predictor(o.bench && !o.bench_preset.empty()
+                          ? random_model(o.bench_preset)
+                          : choose_weights(o.weights, o.random_weights, o.bench_preset.empty() ? "atto" : o.bench_preset),
                       o.opt);
   OverlayOptions overlay;
   overlay.floor = o.overlay_floor >= 0 ? o.overlay_floor : o.opt.threshold;
@@ -203,7 +206,9 @@ Registrar reg("predict", [](CLI::App& app) {
       "predict", "Tampering map, overlay, regions and image score for images of any size (JPEG/PNG)");
   sub->add_option("inputs", o->inputs, "Image files and/or directories (their .jpg/.jpeg/.png, sorted)");
   sub->add_option("-w,--weights", o->weights,
-                  "Weights (.safetensors); default $DIFFNET_WEIGHTS or weights/diffnet-atto.safetensors");
+                  "Weights (.safetensors); default $DIFFNET_WEIGHTS, else the installed or the source tree's weights/diffnet-atto.safetensors");
+  sub->add_flag("--random-weights", o->random_weights,
+                "Use an untrained model instead of weights (timing and tests only: results are meaningless)");
   sub->add_option("-o,--out", o->out_dir,
                   "Write <stem>.prob.png, <stem>.overlay.png and the records (predictions.jsonl) here; a rerun replaces its records");
   sub->add_option("--report", o->report,
@@ -232,7 +237,7 @@ Registrar reg("predict", [](CLI::App& app) {
   sub->add_flag("-q,--quiet", o->quiet, "No progress line");
   sub->add_option("--device", o->opt.device, "cpu | cuda | cuda:N")->capture_default_str();
   sub->add_flag("--bench", o->bench, "Time A4 pages at 150 and 300 dpi (synthetic JPEGs) instead of predicting");
-  sub->add_option("--preset", o->bench_preset, "With --bench: time random weights of this preset (e.g. base)");
+  sub->add_option("--preset", o->bench_preset, "With --bench or --random-weights: random weights of this preset (e.g. base)");
   sub->add_option("--bench-runs", o->bench_runs, "Timed runs per page for --bench")->capture_default_str();
   sub->callback([o] { run(*o); });
 });

@@ -14,6 +14,7 @@ namespace {
 
 struct ServeCli {
   std::string weights;
+  bool random_weights = false;
   ServeOptions serve;
   PredictOptions predict;
   double max_upload_mb = 32;
@@ -33,7 +34,7 @@ void run(ServeCli& o) {
   if (!(o.max_queued_mpix > 0)) throw Error("--max-queued-mpix", "must be > 0");
   o.serve.max_queued_pixels = int64_t(o.max_queued_mpix * 1e6);
   std::vector<Predictor> slots;
-  for (int i = 0; i < o.workers; ++i) slots.emplace_back(load_weights_or_random(o.weights), o.predict);
+  for (int i = 0; i < o.workers; ++i) slots.emplace_back(choose_weights(o.weights, o.random_weights), o.predict);
   Server server(std::move(slots), o.serve);
   server.bind();
   std::fprintf(stderr,
@@ -55,7 +56,9 @@ Registrar reg("serve", [](CLI::App& app) {
   sub->add_option("--host", o->serve.host, "Address to listen on")->capture_default_str();
   sub->add_option("--port", o->serve.port, "TCP port (0: any free port)")->capture_default_str();
   sub->add_option("-w,--weights", o->weights,
-                  "Weights (.safetensors); default $DIFFNET_WEIGHTS or weights/diffnet-atto.safetensors");
+                  "Weights (.safetensors); default $DIFFNET_WEIGHTS, else the installed or the source tree's weights/diffnet-atto.safetensors");
+  sub->add_flag("--random-weights", o->random_weights,
+                "Use an untrained model instead of weights (timing and tests only: results are meaningless)");
   sub->add_option("--max-upload-mb", o->max_upload_mb, "Largest accepted upload (MiB); larger gets 413")
       ->capture_default_str();
   sub->add_option("--max-pixels", o->predict.max_pixels, "Largest accepted image (pixels); larger gets 400")

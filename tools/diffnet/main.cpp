@@ -2,6 +2,7 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <exception>
 
@@ -21,6 +22,9 @@ int& exit_code() {
 
 int main(int argc, char** argv) {
   using namespace diffnet;
+  // A write past the file-size limit (ulimit -f) fails with EFBIG like a full disk, instead of killing the
+  // process: the command then stops with an error and removes its temporary files.
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"diffnet: document tampering localisation (DiffNet, C++/LibTorch)", "diffnet"};
   app.require_subcommand(1);
   int threads = 0;

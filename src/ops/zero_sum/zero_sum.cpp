@@ -26,12 +26,6 @@ cpu::Strides strides_of(const at::Tensor& t) {
   return s;
 }
 
-std::string shape_str(const at::Tensor& t) {
-  std::string s = "(";
-  for (int64_t i = 0; i < t.dim(); ++i) s += (i ? ", " : "") + std::to_string(t.size(i));
-  return s + ")";
-}
-
 }  // namespace
 
 at::Tensor full_kernels(const at::Tensor& theta, int64_t n_free) {
@@ -60,16 +54,16 @@ at::Tensor theta_grad(const at::Tensor& dkern, const at::Tensor& theta, int64_t 
 
 void check_fused_args(const at::Tensor& x, const at::Tensor& theta, const at::Tensor& weight,
                       const at::Tensor& bias) {
-  if (x.dim() != 4) throw Error("zero_sum", "input must be (B, C, H, W), got " + shape_str(x));
+  if (x.dim() != 4) throw Error("zero_sum", "input must be (B, C, H, W), got " + shape_str(x.sizes().vec()));
   if (theta.dim() != 3 || theta.size(0) != x.size(1))
     throw Error("zero_sum", "theta must be (C, M, K*K-1) with C = " + std::to_string(x.size(1)) + ", got " +
-                                shape_str(theta));
+                                shape_str(theta.sizes().vec()));
   const int64_t C = theta.size(0), M = theta.size(1), K = zero_sum_kernel_size(theta);
   if (weight.dim() != 2 || weight.size(0) != C || weight.size(1) != M)
     throw Error("zero_sum", "weight must be (C, M) = (" + std::to_string(C) + ", " + std::to_string(M) + "), got " +
-                                shape_str(weight));
+                                shape_str(weight.sizes().vec()));
   if (bias.dim() != 1 || bias.size(0) != C)
-    throw Error("zero_sum", "bias must be (C) = (" + std::to_string(C) + "), got " + shape_str(bias));
+    throw Error("zero_sum", "bias must be (C) = (" + std::to_string(C) + "), got " + shape_str(bias.sizes().vec()));
   if (M < 1 || M > 4)
     throw Error("zero_sum", "the fused implementation supports 1..4 filters per channel, got " + std::to_string(M) +
                                 " (use disc_impl=dense)");
@@ -255,7 +249,7 @@ at::Tensor zero_sum_infer(const at::Tensor& x, const ZeroSumCoefficients& coeffs
   const int64_t C = coeffs.kernels.size(0), M = coeffs.kernels.size(1), K = coeffs.K;
   if (!coeffs.kernels.defined()) throw Error("zero_sum", "zero_sum_infer: coefficients not materialised");
   if (x.dim() != 4 || x.size(1) != C)
-    throw Error("zero_sum", "input must be (B, " + std::to_string(C) + ", H, W), got " + detail::shape_str(x));
+    throw Error("zero_sum", "input must be (B, " + std::to_string(C) + ", H, W), got " + shape_str(x.sizes().vec()));
   auto to_x = [&](const at::Tensor& t) { return t.to(x.device(), x.scalar_type()); };
   if (impl == "dense")
     return detail::dense_from_kernels(x, to_x(coeffs.kernels).view({C, M, K, K}), to_x(coeffs.weight),
