@@ -4,7 +4,6 @@
 #include <torch/torch.h>
 
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -477,16 +476,10 @@ TEST(EvalPredict, DefaultWeightsLookup) {
   std::filesystem::permissions(prefix + "/bin/diffnet", std::filesystem::perms::owner_exec,
                                std::filesystem::perm_options::add);
   std::filesystem::copy_file(tiny_model().path, prefix + "/share/diffnet/weights/diffnet-atto.safetensors");
-  const std::string cmd = "'" + prefix + "/bin/diffnet' predict '" + in + "/p.png' --json 2>/dev/null";
-  std::string out;
-  if (FILE* f = popen(cmd.c_str(), "r")) {
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
-    EXPECT_EQ(pclose(f), 0) << out;
-  }
-  ASSERT_FALSE(out.empty());
-  EXPECT_EQ(nlohmann::json::parse(out)["window"], 64) << out;
+  const testutil::CliResult inst =
+      testutil::run_command("'" + prefix + "/bin/diffnet' predict '" + in + "/p.png' --json");
+  ASSERT_EQ(inst.exit_code, 0) << inst.err;
+  EXPECT_EQ(nlohmann::json::parse(inst.out)["window"], 64) << inst.out;
 }
 
 #ifdef DIFFNET_TEST_HAVE_DATA

@@ -2,14 +2,12 @@
 // the HTML's rows, escaping and inlined images decoded here (base64 decoder of this file); a failed input
 // listed with its error; nothing half-written left behind (random-init model: plumbing, not accuracy).
 #include <algorithm>
-#include <cstdlib>
 #include <cmath>
 #include <filesystem>
 #include <map>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
-#include <sys/wait.h>
 
 #include "diffnet/common.h"
 #include "diffnet/image_io.h"
@@ -288,13 +286,13 @@ TEST(EvalReport, FailedWritesLeaveNoPartialFiles) {
   write_png(in + "/page.png", testutil::test_page(384, 384, 5));
   std::filesystem::create_directories(out + "/maps");
   // ulimit -f counts 1024-byte blocks: 8 KB is less than the maps of a 384 x 384 page.
-  const std::string cmd = "(ulimit -f 8; exec '" + std::string(DIFFNET_CLI) + "' predict '" + in +
-                          "/page.png' --weights '" + testutil::tiny_model().path + "' --out '" + out +
-                          "/maps' --report '" + out + "/r.html' --csv '" + out + "/r.csv' -q) 2>'" + out + "/err'";
-  const int status = std::system(cmd.c_str());
-  ASSERT_TRUE(WIFEXITED(status)) << "killed by a signal (SIGXFSZ not ignored?)";
-  EXPECT_EQ(WEXITSTATUS(status), 2);
-  const std::string err = text_of(out + "/err");
+  const testutil::CliResult r = testutil::run_command(
+      "ulimit -f 8; exec '" + std::string(DIFFNET_CLI) + "' predict '" + in + "/page.png' --weights '" +
+      testutil::tiny_model().path + "' --out '" + out + "/maps' --report '" + out + "/r.html' --csv '" + out +
+      "/r.csv' -q");
+  ASSERT_NE(r.exit_code, -1) << "killed by a signal (SIGXFSZ not ignored?)";
+  EXPECT_EQ(r.exit_code, 2);
+  const std::string& err = r.err;
   EXPECT_NE(err.find("page.prob.png: write failed: File too large"), std::string::npos) << err;
   Rows rows = parse_csv(text_of(out + "/r.csv"));
   ASSERT_EQ(rows.size(), 2u);

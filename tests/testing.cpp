@@ -61,10 +61,10 @@ std::string temp_dir(const std::string& tag) {
   return dir;
 }
 
-CliResult run_cli(const std::string& args) {
+CliResult run_command(const std::string& command) {
   std::string dir = temp_dir("cli");
   std::string out = dir + "/stdout", err = dir + "/stderr";
-  std::string cmd = std::string("'") + DIFFNET_CLI + "' " + args + " >'" + out + "' 2>'" + err + "'";
+  std::string cmd = "(" + command + ") >'" + out + "' 2>'" + err + "'";
   int status = std::system(cmd.c_str());
   CliResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -72,6 +72,8 @@ CliResult run_cli(const std::string& args) {
   r.err = slurp(err);
   return r;
 }
+
+CliResult run_cli(const std::string& args) { return run_command(std::string("'") + DIFFNET_CLI + "' " + args); }
 
 double max_abs_diff(const at::Tensor& a, const at::Tensor& b) {
   return (a.to(at::kCPU, at::kDouble) - b.to(at::kCPU, at::kDouble)).abs().max().item<double>();

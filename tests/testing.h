@@ -20,6 +20,8 @@ struct CliResult {
   std::string out;  // stdout
   std::string err;  // stderr
 };
+// Runs a shell command line with stdout and stderr captured (exit_code -1 when a signal ended it).
+CliResult run_command(const std::string& command);
 // Runs the built diffnet CLI with the given argument string (shell-quoted by the caller).
 CliResult run_cli(const std::string& args);
 

@@ -12,7 +12,7 @@
 
 #include "diffnet/common.h"
 
-// Set by CMake when a program using the Kineto profiler API below compiles and links against this LibTorch.
+// Set by CMake (on this file only) when a program using the Kineto profiler API below compiles against this LibTorch.
 #ifdef DIFFNET_HAVE_KINETO_PROFILER
 #include <torch/csrc/autograd/profiler_kineto.h>
 #endif

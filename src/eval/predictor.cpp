@@ -79,12 +79,13 @@ LoadedModel load_weights(const std::string& weights) {
     if (!std::filesystem::is_regular_file(weights, ec)) throw Error(weights, "weights file not found");
     return load_from_file(weights);
   }
-  const std::string path = default_weights_path();
-  if (std::filesystem::is_regular_file(path, ec)) return load_from_file(path);
+  const std::vector<std::string> candidates = default_weights_candidates();
+  for (const auto& p : candidates)
+    if (std::filesystem::is_regular_file(p, ec)) return load_from_file(p);
   if (const char* env = std::getenv("DIFFNET_WEIGHTS"); env && *env)
-    throw Error(path, "weights file named by $DIFFNET_WEIGHTS not found");
+    throw Error(env, "weights file named by $DIFFNET_WEIGHTS not found");
   std::string looked;
-  for (const auto& p : default_weights_candidates()) looked += (looked.empty() ? "" : ", ") + p;
+  for (const auto& p : candidates) looked += (looked.empty() ? "" : ", ") + p;
   throw Error("weights", "no model weights found (looked for " + looked +
                              "): name a weights file (--weights, $DIFFNET_WEIGHTS), or ask for an untrained model "
                              "explicitly (--random-weights: timing and tests only)");

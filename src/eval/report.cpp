@@ -2,9 +2,9 @@
 #include "diffnet/report.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
 
@@ -29,6 +29,8 @@ std::string html_escape(const std::string& s) {
   return out;
 }
 
+namespace {
+
 // A decimal number as we write them (digits, one sign, point, exponent): left as it is.
 bool is_number(const std::string& s) {
   char* end = nullptr;
@@ -36,6 +38,8 @@ bool is_number(const std::string& s) {
   (void)std::strtod(s.c_str(), &end);
   return end == s.c_str() + s.size() && s.find_first_not_of("0123456789+-.eE") == std::string::npos;
 }
+
+}  // namespace
 
 std::string csv_field(const std::string& s_in) {
   // A text that a spreadsheet would run as a formula (=, +, -, @, tab, CR first) gets a leading ' .

@@ -17,7 +17,8 @@ if(TARGET diffnet_io AND TARGET diffnet_model)
   target_sources(diffnet_eval PRIVATE ${CMAKE_CURRENT_LIST_DIR}/predictor.cpp
                  ${CMAKE_CURRENT_LIST_DIR}/prediction_writer.cpp ${CMAKE_CURRENT_LIST_DIR}/report.cpp)
   target_link_libraries(diffnet_eval PUBLIC diffnet_model)
-  # The shipped default weights are looked up under the source tree (weights/diffnet-atto.safetensors).
+  # The shipped default weights are looked up next to an installed binary, then under the source tree
+  # (weights/diffnet-atto.safetensors).
   set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/predictor.cpp PROPERTIES
     COMPILE_DEFINITIONS DIFFNET_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
   set_property(GLOBAL APPEND PROPERTY DIFFNET_CLI_SOURCES ${PROJECT_SOURCE_DIR}/tools/diffnet/cmd_predict.cpp)

@@ -23,7 +23,7 @@ int& exit_code() {
 int main(int argc, char** argv) {
   using namespace diffnet;
   // A write past the file-size limit (ulimit -f) fails with EFBIG like a full disk, instead of killing the
-  // process: the command then stops with an error and removes its temporary files.
+  // process: it is reported as an error like any other failed write, and the temporary file is removed.
   std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"diffnet: document tampering localisation (DiffNet, C++/LibTorch)", "diffnet"};
   app.require_subcommand(1);
