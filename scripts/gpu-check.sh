@@ -10,7 +10,8 @@
 #      bf16 autocast / CUDA graph / bf16 weights, training step fp32 / bf16 autocast, fused vs dense; atto),
 #      per-part forward times, whole A4 pages at 300 dpi (atto shipped weights, base random weights);
 #   4. a 60-second atto training run on .gpu/data (generated pages) whose loss must fall;
-#   5. a kernel-level profile (Kineto trace, summed by scripts/trace-summary.py) of the base 768^2
+#   5. data parallel on NCCL: `train --nproc <GPUs> --dist-backend nccl`, 20 steps (a world of 1 on one GPU);
+#   6. a kernel-level profile (Kineto trace, summed by scripts/trace-summary.py) of the base 768^2
 #      training step and inference in bf16 autocast.
 # If the full build fails, the ops module alone is built (standalone) so the operator checks still run.
 # Everything is logged to $OUT (or build-gpu/logs): gpu-check.log (all output), summary.txt, bench.jsonl
@@ -254,6 +255,20 @@ step "benchmark: zero-sum operator on the GPU (dense vs fused, base stage shapes
 timeout 200 "$DN" bench --op zero-sum --device cuda --iters 20 --json >>"$BENCH" 2>>"$LOGS/gpu-check.log" ||
   fail "zero-sum bench"
 tail -8 "$BENCH" | cut -c1-200
+fi
+
+step "data parallel on NCCL: a world of every GPU here (torchrun-style environment), 20 steps"
+if [ -d "$ROOT/.gpu/data/images" ]; then
+  NGPU=$("$PY" -c "import torch; print(torch.cuda.device_count())")
+  RUN=$BUILD/train-nccl
+  rm -rf "$RUN"
+  if timeout 120 "$DN" train --nproc "$NGPU" --device cuda --dist-backend nccl --amp --data "$ROOT/.gpu/data" \
+       --out "$RUN" --preset atto --size 256 --batch 16 --steps 20 --warmup 5 --workers 4 --seed 1 2>&1 | tail -4 |
+       tee -a "$SUMMARY" && [ -f "$RUN/model.safetensors" ]; then
+    note "nccl: $NGPU rank(s) trained 20 steps"
+  else
+    fail "nccl data-parallel run"
+  fi
 fi
 
 step "profile: base 768^2 batch 1, bf16 autocast, Kineto trace (GPU time by kind of kernel)"

@@ -6,9 +6,12 @@
 #include <filesystem>
 #include <fstream>
 
+#include <unistd.h>
+
 #include "diffnet/common.h"
 #include "diffnet/data.h"
 #include "diffnet/dct.h"
+#include "diffnet/dist.h"
 #include "diffnet/image_io.h"
 #include "diffnet/safetensors.h"
 #include "diffnet/train.h"
@@ -457,6 +460,255 @@ TEST(Learning, TinyModelLocalisesPlantedCompression) {
                now_seconds() - t0);
   EXPECT_GE(f1, 0.6);
   EXPECT_GE(f1, const_f1 + 0.3);
+}
+
+
+// ---- Data parallelism (c10d) -------------------------------------------------------------------------
+
+TEST(Dist, EnvironmentOfTorchrunAndSlurm) {
+  const char* vars[] = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT",
+                        "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"};
+  for (const char* v : vars) unsetenv(v);
+  DistEnv e = read_dist_env();
+  EXPECT_FALSE(e.distributed());
+  EXPECT_EQ(e.world, 1);
+  setenv("RANK", "3", 1);
+  setenv("WORLD_SIZE", "4", 1);
+  setenv("LOCAL_RANK", "1", 1);
+  setenv("MASTER_ADDR", "node7", 1);
+  setenv("MASTER_PORT", "29612", 1);
+  setenv("SLURM_PROCID", "0", 1);  // torchrun's variables win
+  setenv("SLURM_NTASKS", "2", 1);
+  e = read_dist_env();
+  EXPECT_TRUE(e.distributed());
+  EXPECT_EQ(e.source, "torchrun");
+  EXPECT_EQ(e.rank, 3);
+  EXPECT_EQ(e.world, 4);
+  EXPECT_EQ(e.local_rank, 1);
+  EXPECT_EQ(e.master_addr, "node7");
+  EXPECT_EQ(e.master_port, 29612);
+  setenv("RANK", "4", 1);  // rank outside the world
+  expect_error_naming([] { read_dist_env(); }, "RANK");
+  setenv("RANK", "x", 1);
+  expect_error_naming([] { read_dist_env(); }, "RANK");
+  unsetenv("RANK");
+  unsetenv("WORLD_SIZE");
+  unsetenv("LOCAL_RANK");
+  setenv("SLURM_PROCID", "1", 1);
+  setenv("SLURM_LOCALID", "0", 1);
+  e = read_dist_env();
+  EXPECT_EQ(e.source, "slurm");
+  EXPECT_EQ(e.rank, 1);
+  EXPECT_EQ(e.world, 2);
+  unsetenv("MASTER_ADDR");
+  expect_error_naming([] { read_dist_env(); }, "MASTER_ADDR");
+  setenv("SLURM_NTASKS", "1", 1);  // one task: an ordinary run
+  EXPECT_FALSE(read_dist_env().distributed());
+  for (const char* v : vars) unsetenv(v);
+}
+
+TEST(Dist, RanksShareTheSampleSequenceOfOneProcess) {
+  std::string data = make_dataset(temp_dir("dist-loader"), 10, 64, 21);
+  auto ids_of = [&](int rank, int world, int64_t batch, int64_t start, int workers, int batches) {
+    LoaderConfig c;
+    c.size = 32;
+    c.batch = batch;
+    c.seed = 5;
+    c.workers = workers;
+    c.rank = rank;
+    c.world = world;
+    c.quiet = true;
+    DataLoader l({open_source(data)}, c, start);
+    std::vector<std::pair<int64_t, at::Tensor>> out;  // (global index, rgb) per sample
+    for (int b = 0; b < batches; ++b) {
+      Batch x = l.next_batch();
+      for (int64_t i = 0; i < batch; ++i) out.emplace_back(x.first_index + i, x.rgb[i]);
+    }
+    EXPECT_EQ(l.position(), start + batches * batch * world);
+    return out;
+  };
+  for (int64_t start : {0, 6}) {
+    // One process, batch 6 = three ranks of batch 2: rank r's batch k is samples [start + (3k + r) * 2, +2).
+    auto one = ids_of(0, 1, 6, start, 2, 3);
+    std::vector<std::vector<std::pair<int64_t, at::Tensor>>> ranks;
+    for (int r = 0; r < 3; ++r) ranks.push_back(ids_of(r, 3, 2, start, r == 1 ? 0 : 2, 3));
+    for (int k = 0; k < 3; ++k)
+      for (int r = 0; r < 3; ++r)
+        for (int i = 0; i < 2; ++i) {
+          const auto& [idx, rgb] = ranks[static_cast<size_t>(r)][static_cast<size_t>(k * 2 + i)];
+          EXPECT_EQ(idx, start + (3 * k + r) * 2 + i);
+          const auto& [idx1, rgb1] = one[static_cast<size_t>(k * 6 + r * 2 + i)];
+          ASSERT_EQ(idx, idx1);
+          EXPECT_TRUE(at::equal(rgb, rgb1)) << "sample " << idx;
+        }
+  }
+}
+
+TEST(Dist, SharedNormaliserSplitsTheLossExactly) {
+  torch::manual_seed(3);
+  at::Tensor logits = at::randn({4, 2, 6, 5}, at::kDouble) * 2;
+  at::Tensor mask = at::randint(0, 2, {4, 6, 5}, at::kByte);
+  mask[2].zero_();
+  TrainConfig cfg;
+  cfg.pos_weight = 4;
+  // Denominator by hand: pristine pixels count 1, tampered ones 4.
+  int64_t tampered = 0;
+  auto m = mask.accessor<uint8_t, 3>();
+  for (int b = 0; b < 4; ++b)
+    for (int y = 0; y < 6; ++y)
+      for (int x = 0; x < 5; ++x) tampered += m[b][y][x] != 0;
+  const double w = seg_weight_sum(mask, 4.0);
+  EXPECT_DOUBLE_EQ(w, 120.0 + 3.0 * static_cast<double>(tampered));
+  at::Tensor cls = at::randn({4, 2}, at::kDouble);
+  LossParts whole = diffnet_loss({logits, cls}, mask, cfg);
+  // Two halves (two ranks or two micro-batches) with the shared normaliser w / 2, averaged.
+  double avg = 0;
+  for (int h = 0; h < 2; ++h) {
+    auto sl = [&](const at::Tensor& t) { return t.slice(0, 2 * h, 2 * h + 2); };
+    avg += 0.5 * diffnet_loss({sl(logits), sl(cls)}, sl(mask), cfg, w / 2).total.item<double>();
+  }
+  EXPECT_NEAR(avg, whole.total.item<double>(), 1e-6);
+  // Each half normalised by itself (the old accumulation rule) is not the same loss here.
+  double own = 0;
+  for (int h = 0; h < 2; ++h) {
+    auto sl = [&](const at::Tensor& t) { return t.slice(0, 2 * h, 2 * h + 2); };
+    own += 0.5 * diffnet_loss({sl(logits), sl(cls)}, sl(mask), cfg).total.item<double>();
+  }
+  EXPECT_GT(std::abs(own - whole.total.item<double>()), 1e-4);
+}
+
+// A tiny model's config file for the CLI runs below.
+std::string tiny_config(const std::string& dir) {
+  nlohmann::json cfg = {{"model", to_json(tiny_model())}};
+  std::ofstream(dir + "/tiny.json") << cfg.dump();
+  return dir + "/tiny.json";
+}
+
+std::vector<nlohmann::json> log_lines(const std::string& path) {
+  std::vector<nlohmann::json> v;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) v.push_back(nlohmann::json::parse(line));
+  return v;
+}
+
+double weights_diff(const std::string& a, const std::string& b) {
+  auto wa = weights_of(a), wb = weights_of(b);
+  EXPECT_EQ(wa.size(), wb.size());
+  double worst = 0;
+  for (const auto& [name, ta] : wa) worst = std::max(worst, testutil::max_abs_diff(ta, wb.at(name)));
+  return worst;
+}
+
+TEST(Dist, TwoProcessesTrainLikeOneWithTwiceTheBatch) {
+  std::string data = make_dataset(temp_dir("dist-data"), 12, 96, 31);
+  std::string dir = temp_dir("dist");
+  const std::string common = "train --config '" + tiny_config(dir) + "' --data '" + data +
+                             "' --size 64 --steps 4 --warmup 1 --lr 2e-3 --seed 9 --workers 1 --no-validate "
+                             "--checkpoint-every 2 --drop-path 0 ";
+  auto one = testutil::run_cli("-t 1 " + common + "--batch 4 --out '" + dir + "/one'");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  auto two = testutil::run_cli("-t 1 " + common + "--batch 2 --nproc 2 --out '" + dir + "/two'");
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  EXPECT_NE(two.err.find("[rank 0] world: 2 processes (gloo), micro-batch 2 x 1 accumulation per rank: global batch 4"),
+            std::string::npos) << two.err;
+  EXPECT_NE(two.err.find("launch: rank 1 pid"), std::string::npos);
+  // Same gradient on the same samples: step 1's loss and gradient norm (before any update differs).
+  auto l1 = log_lines(dir + "/one/log.jsonl"), l2 = log_lines(dir + "/two/log.jsonl");
+  ASSERT_EQ(l1.size(), 4u);
+  ASSERT_EQ(l2.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_NEAR(l2[i].at("loss").get<double>(), l1[i].at("loss").get<double>(), 1e-5 * l1[i].at("loss").get<double>())
+        << "step " << i + 1;
+    EXPECT_NEAR(l2[i].at("grad_norm").get<double>(), l1[i].at("grad_norm").get<double>(),
+                1e-4 * l1[i].at("grad_norm").get<double>()) << "step " << i + 1;
+  }
+  // Same weights after 4 AdamW steps (float tolerance), far from a run that saw only rank 0's share.
+  const double d = weights_diff(dir + "/one/model.safetensors", dir + "/two/model.safetensors");
+  auto half = testutil::run_cli("-t 1 " + common + "--batch 2 --out '" + dir + "/half'");
+  ASSERT_EQ(half.exit_code, 0) << half.err;
+  const double d_half = weights_diff(dir + "/one/model.safetensors", dir + "/half/model.safetensors");
+  std::fprintf(stderr, "max |dw|: 2 x batch 2 vs 1 x batch 4: %.3g; 1 x batch 2 vs 1 x batch 4: %.3g\n", d, d_half);
+  EXPECT_LE(d, 2e-4);
+  EXPECT_GE(d_half, 50 * d);
+  // Rank 0 alone wrote the run: one log, one checkpoint, the final weights.
+  auto ck = read_checkpoint(dir + "/two/checkpoints/last.safetensors");
+  EXPECT_EQ(ck.state.step, 4);
+  EXPECT_EQ(ck.state.data_position, 4 * 4);
+  EXPECT_EQ(ck.state.world, 2);
+
+  // Stopped after 2 steps and resumed with the same world: the uninterrupted run's weights.
+  auto p1 = testutil::run_cli("-t 1 " + common + "--batch 2 --nproc 2 --stop-after 2 --out '" + dir + "/part'");
+  ASSERT_EQ(p1.exit_code, 0) << p1.err;
+  EXPECT_FALSE(fs::exists(dir + "/part/model.safetensors"));
+  auto p2 = testutil::run_cli("-t 1 train --nproc 2 --resume --out '" + dir + "/part'");
+  ASSERT_EQ(p2.exit_code, 0) << p2.err;
+  EXPECT_LE(weights_diff(dir + "/two/model.safetensors", dir + "/part/model.safetensors"), 1e-6);
+  // Resumed by one process: allowed, with a warning that the data order changes.
+  auto p3 = testutil::run_cli("-t 1 " + common + "--batch 2 --nproc 2 --stop-after 2 --out '" + dir + "/part1'");
+  ASSERT_EQ(p3.exit_code, 0) << p3.err;
+  auto p4 = testutil::run_cli("-t 1 train --resume --out '" + dir + "/part1'");
+  ASSERT_EQ(p4.exit_code, 0) << p4.err;
+  EXPECT_NE(p4.err.find("written by a run of 2 process(es), this one has 1"), std::string::npos) << p4.err;
+  EXPECT_EQ(read_checkpoint(dir + "/part1/checkpoints/last.safetensors").state.data_position, 2 * 4 + 2 * 2);
+  // Flags that differ between ranks are refused.
+  auto bad = testutil::run_command(
+      "cd '" + dir + "' && for r in 0 1; do RANK=$r WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
+      std::to_string(29700 + (getpid() % 200)) + " '" + DIFFNET_CLI + "' -t 1 " + common +
+      "--batch 2 --pos-weight $((r + 1)) --dist-timeout 30 --out '" + dir + "/bad'$r & done; wait %1; a=$?; wait %2; "
+      "echo \"rc $a $?\"");
+  EXPECT_NE(bad.out.find("rc "), std::string::npos) << bad.out << bad.err;
+  EXPECT_EQ(bad.out.find(" 0\n"), std::string::npos) << bad.out;  // rank 1 failed
+  EXPECT_NE(bad.err.find("rank 1: its model or training flags differ from rank 0's"), std::string::npos) << bad.err;
+}
+
+std::string text_of(const std::string& path) {
+  auto b = read_file(path);
+  return std::string(b.begin(), b.end());
+}
+
+// Starts a 2-rank run in the background, waits for its first checkpoint, does `act` to rank 1 (its pid
+// in $P) and reports how the rest ended: "rc R secs S" on stdout, the run's output in DIR/out.log.
+testutil::CliResult disturb_rank(const std::string& dir, const std::string& launch, const std::string& act) {
+  return testutil::run_command(
+      "cd '" + dir + "' || exit 1; (" + launch + ") > out.log 2>&1 & L=$!; "
+      "for i in $(seq 1200); do [ -f '" + dir + "/run/checkpoints/last.safetensors' ] && break; sleep 0.1; done; "
+      "P=$(cat pid1 2>/dev/null || sed -n 's/.*launch: rank 1 pid \\([0-9]*\\).*/\\1/p' out.log); "
+      "T0=$(date +%s.%N); " + act + "; wait $L; RC=$?; T1=$(date +%s.%N); kill -9 $P 2>/dev/null; "
+      "echo \"rc $RC secs $(python3 -c \"print($T1 - $T0)\")\"");
+}
+
+TEST(Dist, AKilledOrHungRankEndsTheJob) {
+  std::string data = make_dataset(temp_dir("dist-kill-data"), 6, 96, 41);
+  std::string dir = temp_dir("dist-kill");
+  const std::string args = "-t 1 train --config '" + tiny_config(dir) + "' --data '" + data +
+                           "' --size 64 --batch 2 --steps 100000 --warmup 1 --workers 1 --no-validate "
+                           "--checkpoint-every 1 --dist-timeout 8 --out '" + dir + "/run'";
+  auto secs = [](const std::string& out) {
+    auto at = out.find("secs ");
+    return at == std::string::npos ? 1e9 : std::stod(out.substr(at + 5));
+  };
+  // The local launcher: SIGKILL to rank 1 -> the launcher names it, stops rank 0, exits non-zero.
+  auto r = disturb_rank(dir, std::string("'") + DIFFNET_CLI + "' " + args + " --nproc 2", "kill -9 $P");
+  std::string log = text_of(dir + "/out.log");
+  EXPECT_NE(r.out.find("rc "), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(r.out.find("rc 0"), std::string::npos) << r.out << log;
+  EXPECT_LT(secs(r.out), 20) << r.out;
+  EXPECT_NE(log.find("was killed by SIGKILL; stopping the other ranks"), std::string::npos) << log;
+  EXPECT_GE(read_checkpoint(dir + "/run/checkpoints/last.safetensors").state.step, 1);  // loads, not corrupt
+
+  // torchrun-style ranks (no launcher): rank 1 stopped (SIGSTOP, a hang), then killed: rank 0 gives up
+  // after --dist-timeout with one line saying so, and the checkpoint still loads.
+  fs::remove_all(dir + "/run");
+  const std::string envs = "WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(29500 + (getpid() % 200));
+  const std::string launch = "RANK=0 " + envs + " '" + DIFFNET_CLI + "' " + args + " & RANK=1 " + envs + " '" +
+                             DIFFNET_CLI + "' " + args + " & echo $! > pid1; wait %1";
+  r = disturb_rank(dir, launch, "kill -STOP $P");
+  log = text_of(dir + "/out.log");
+  EXPECT_EQ(r.out.find("rc 0"), std::string::npos) << r.out << log;
+  EXPECT_LT(secs(r.out), 8 + 20) << r.out;
+  EXPECT_NE(log.find("error: rank 0: lost contact with the other ranks during"), std::string::npos) << log;
+  EXPECT_GE(read_checkpoint(dir + "/run/checkpoints/last.safetensors").state.step, 1);
 }
 
 }  // namespace

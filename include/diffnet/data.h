@@ -136,6 +136,9 @@ struct LoaderConfig {
   // workers fill idle time, so on a small machine they do not stall the compute threads' barriers.
   int worker_nice = 10;
   bool quiet = false;       // no warnings on stderr
+  // Data parallelism: of the sample sequence from the start position on, blocks of `batch` samples are
+  // dealt to the ranks in turn (block k to rank k % world); this loader delivers rank `rank`'s blocks.
+  int rank = 0, world = 1;
 };
 
 struct LoaderStats {
@@ -146,8 +149,10 @@ struct LoaderStats {
   int64_t built = 0;         // samples built (including prefetched ones not consumed yet)
 };
 
-// Batch b of a loader holds global samples [b*B, (b+1)*B); sample n depends only on (seed, n, config),
-// never on thread timing, so a resumed loader (start_position) reproduces the uninterrupted stream.
+// Batch b of a loader holds global samples [S + (b*W + r)*B, +B) (start S, rank r of W; one process:
+// [S + b*B, +B)); sample n depends only on (seed, n, config), never on thread timing or the number of
+// ranks, so a resumed loader reproduces the uninterrupted stream and W ranks of batch B together see
+// what one process of batch W*B sees.
 class DataLoader {
  public:
   DataLoader(std::vector<DataSource> sources, LoaderConfig cfg, int64_t start_position = 0);
@@ -155,7 +160,8 @@ class DataLoader {
   DataLoader(const DataLoader&) = delete;
   DataLoader& operator=(const DataLoader&) = delete;
   Batch next_batch();
-  int64_t position() const { return consumed_; }  // samples consumed so far (the checkpointed state)
+  // Samples consumed so far by all ranks together (the checkpointed state): start + batches * batch * world.
+  int64_t position() const { return consumed_; }
   LoaderStats stats() const;
   int64_t num_items() const;
 
@@ -165,6 +171,9 @@ class DataLoader {
   std::vector<DataSource> sources_;
   LoaderConfig cfg_;
   MixtureSampler sampler_;
+  bool owns(int64_t index) const { return ((index - base_) / cfg_.batch) % cfg_.world == cfg_.rank; }
+  int64_t base_ = 0;      // start position
+  int64_t batches_ = 0;   // batches delivered
   int64_t consumed_ = 0;
   mutable std::mutex mu_;
   std::condition_variable cv_work_, cv_done_;

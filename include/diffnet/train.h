@@ -15,6 +15,7 @@
 
 #include "diffnet/config.h"
 #include "diffnet/data.h"
+#include "diffnet/dist.h"
 #include "diffnet/model.h"
 
 namespace diffnet {
@@ -53,17 +54,22 @@ TrainConfig train_config_from_json(const nlohmann::json& j, const TrainConfig& b
 void validate_train_config(const TrainConfig& cfg);
 
 // Focal loss: sum_i w_{y_i} (1 - p_{y_i})^gamma (-log p_{y_i}) / sum_i w_{y_i}, p = softmax over dim 1.
-// logits (N, C, ...) any float dtype (computed in fp32); target int64 (N, ...) in [0, C).
+// logits (N, C, ...) any float dtype (computed in fp32); target int64 (N, ...) in [0, C). norm > 0
+// replaces the denominator sum_i w_{y_i} (a normaliser shared by several batches or ranks).
 at::Tensor focal_loss(const at::Tensor& logits, const at::Tensor& target, double gamma,
-                      const std::vector<double>& class_weights);
+                      const std::vector<double>& class_weights, double norm = 0);
+// The pixel loss's denominator for a mask (B, H, W) of 0/1: pristine pixels + pos_weight * tampered ones.
+double seg_weight_sum(const at::Tensor& mask, double pos_weight);
 
 struct LossParts {
   at::Tensor total;  // seg + cls_weight * cls
   at::Tensor seg, cls;
 };
 // DiffNet loss on a batch: pixel focal loss with weights [1, pos_weight] on mask (B, H, W), plus the
-// image focal loss (weights [1, 1]) whose target is "any tampered pixel in the crop".
-LossParts diffnet_loss(const DiffNetOutput& out, const at::Tensor& mask, const TrainConfig& cfg);
+// image focal loss (weights [1, 1]) whose target is "any tampered pixel in the crop". seg_norm > 0: the
+// pixel loss's denominator (the trainer shares one over an optimizer step's micro-batches and ranks, so
+// that accumulation and data parallelism give the gradient of one big batch).
+LossParts diffnet_loss(const DiffNetOutput& out, const at::Tensor& mask, const TrainConfig& cfg, double seg_norm = 0);
 
 // Learning rate of optimizer step `step` (0-based): lr * (step+1)/warmup during warm-up, then
 // min_lr + (lr - min_lr) * 0.5 * (1 + cos(pi * (step - warmup) / (steps - warmup))).
@@ -102,7 +108,8 @@ std::vector<AdamW::Param> optimizer_params(DiffNet& model, const TrainConfig& cf
 // What a checkpoint restores besides weights and optimizer state.
 struct TrainState {
   int64_t step = 0;           // optimizer steps done
-  int64_t data_position = 0;  // samples consumed (= step * batch * accum)
+  int64_t data_position = 0;  // samples consumed by all ranks (= step * batch * accum * world)
+  int64_t world = 1;          // processes of the run that wrote it (metadata world_size; older: 1)
   nlohmann::json config;      // {"model": ModelConfig, "train": TrainConfig}
 };
 
@@ -133,6 +140,9 @@ struct TrainOptions {
   bool export_fp16 = false; // also write model-fp16.safetensors
   double log_interval_s = 10.0;  // progress line interval when stderr is not a terminal
   std::string device = "cpu";    // cpu | cuda | cuda:N (model, optimizer state and batches live there)
+  // Data parallelism (dist.h), not owned; null: one process. Rank 0 alone reads and writes the run
+  // directory; the others get the config, weights and optimizer state from it.
+  DistGroup* dist = nullptr;
 };
 
 struct TrainSummary {
@@ -143,6 +153,7 @@ struct TrainSummary {
   int64_t bad_samples = 0;     // unreadable samples replaced
   double sample_ms = 0;        // mean loader time to build one sample (one worker thread)
   int64_t skipped_steps = 0;   // non-finite steps skipped
+  double allreduce_seconds = 0; // time in the gradient all-reduce (data parallel; waits for the slowest rank)
   std::string model_path;      // final weights (written when end_step == cfg.steps)
 };
 

@@ -140,8 +140,9 @@ DataLoader::DataLoader(std::vector<DataSource> sources, LoaderConfig cfg, int64_
       sampler_(source_sizes(sources_), source_weights(sources_), cfg_.seed) {
   if (cfg_.batch <= 0) throw Error("loader", "batch must be positive");
   if (cfg_.size <= 0 || cfg_.size % 8 != 0) throw Error("loader", "crop size must be a positive multiple of 8");
+  if (cfg_.world < 1 || cfg_.rank < 0 || cfg_.rank >= cfg_.world) throw Error("loader", "rank must be in [0, world)");
   sampler_.seek(start_position);
-  consumed_ = produce_next_ = start_position;
+  base_ = consumed_ = produce_next_ = start_position;
   for (int i = 0; i < cfg_.workers; ++i) threads_.emplace_back([this] { worker_loop(); });
 }
 
@@ -208,10 +209,12 @@ void DataLoader::worker_loop() {
     MixtureSampler::Pick pick;
     {
       std::unique_lock<std::mutex> lk(mu_);
-      cv_work_.wait(lk, [&] { return stop_ || (!error_ && produce_next_ < consumed_ + window); });
+      cv_work_.wait(lk, [&] { return stop_ || (!error_ && produce_next_ < consumed_ + window * cfg_.world); });
       if (stop_) return;
-      pick = sampler_.next();
-      ++produce_next_;
+      do {  // other ranks' samples are skipped (drawing a pick is cheap: no decoding)
+        pick = sampler_.next();
+        ++produce_next_;
+      } while (!owns(pick.index));
     }
     double t0 = now_seconds();
     TrainSample s;
@@ -238,17 +241,23 @@ void DataLoader::worker_loop() {
 Batch DataLoader::next_batch() {
   std::vector<TrainSample> samples;
   samples.reserve(static_cast<size_t>(cfg_.batch));
-  const int64_t first = consumed_;
+  const int64_t first = base_ + (batches_ * cfg_.world + cfg_.rank) * cfg_.batch;
+  ++batches_;
   if (threads_.empty()) {
     double t0 = now_seconds();
-    for (int64_t i = 0; i < cfg_.batch; ++i) samples.push_back(build(sampler_.next()));
+    for (int64_t i = 0; i < cfg_.batch; ++i) {
+      MixtureSampler::Pick pick;
+      do pick = sampler_.next();
+      while (!owns(pick.index));
+      samples.push_back(build(pick));
+    }
     double dt = now_seconds() - t0;
     std::lock_guard<std::mutex> lk(mu_);
     wait_seconds_ += dt;
     build_seconds_ += dt;
     built_ += cfg_.batch;
-    consumed_ += cfg_.batch;
-    produce_next_ = consumed_;
+    consumed_ = base_ + batches_ * cfg_.world * cfg_.batch;
+    produce_next_ = sampler_.position();
     return collate(samples, first);
   }
   double t0 = now_seconds();
@@ -261,7 +270,7 @@ Batch DataLoader::next_batch() {
       samples.push_back(std::move(it->second));
       ready_.erase(it);
     }
-    consumed_ += cfg_.batch;
+    consumed_ = base_ + batches_ * cfg_.world * cfg_.batch;
     wait_seconds_ += now_seconds() - t0;
   }
   cv_work_.notify_all();

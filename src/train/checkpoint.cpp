@@ -65,6 +65,7 @@ void save_checkpoint(const std::string& path, DiffNet& model, const AdamW& opt, 
   meta["version"] = kVersion;
   meta["step"] = std::to_string(state.step);
   meta["data_position"] = std::to_string(state.data_position);
+  meta["world_size"] = std::to_string(state.world);
   meta["config"] = state.config.dump();
   meta["checksum"] = checksum(tensors);
   save_safetensors(path, tensors, meta);
@@ -84,6 +85,7 @@ CheckpointData read_checkpoint(const std::string& path) {
   try {
     ck.state.step = std::stoll(meta("step"));
     ck.state.data_position = std::stoll(meta("data_position"));
+    if (auto w = st.metadata.find("world_size"); w != st.metadata.end()) ck.state.world = std::stoll(w->second);
     ck.state.config = nlohmann::json::parse(meta("config"));
   } catch (const Error&) {
     throw;

@@ -7,7 +7,7 @@
 namespace diffnet {
 
 at::Tensor focal_loss(const at::Tensor& logits, const at::Tensor& target, double gamma,
-                      const std::vector<double>& class_weights) {
+                      const std::vector<double>& class_weights, double norm) {
   if (logits.dim() < 2 || static_cast<size_t>(logits.size(1)) != class_weights.size())
     throw Error("focal_loss", "logits must be (N, C, ...) with one weight per class");
   at::Tensor logp_all = at::log_softmax(logits.to(at::kFloat), 1);
@@ -20,13 +20,19 @@ at::Tensor focal_loss(const at::Tensor& logits, const at::Tensor& target, double
   for (size_t c = 1; c < class_weights.size(); ++c)
     w = at::where(cls == static_cast<int64_t>(c), at::full_like(logp, class_weights[c]), w);
   at::Tensor focal = gamma == 0.0 ? -logp : -(1.0 - p).pow(gamma) * logp;
+  if (norm > 0) return (w * focal).sum() / norm;
   return (w * focal).sum() / w.sum();
 }
 
-LossParts diffnet_loss(const DiffNetOutput& out, const at::Tensor& mask, const TrainConfig& cfg) {
+double seg_weight_sum(const at::Tensor& mask, double pos_weight) {
+  const double tampered = static_cast<double>(mask.ne(0).sum().item<int64_t>());
+  return static_cast<double>(mask.numel()) + (pos_weight - 1.0) * tampered;
+}
+
+LossParts diffnet_loss(const DiffNetOutput& out, const at::Tensor& mask, const TrainConfig& cfg, double seg_norm) {
   at::Tensor target = mask.to(at::kLong);
   LossParts l;
-  l.seg = focal_loss(out.seg_logits, target, cfg.focal_gamma, {1.0, cfg.pos_weight});
+  l.seg = focal_loss(out.seg_logits, target, cfg.focal_gamma, {1.0, cfg.pos_weight}, seg_norm);
   at::Tensor label = target.flatten(1).amax(1);
   l.cls = focal_loss(out.cls_logits, label, cfg.focal_gamma, {1.0, 1.0});
   l.total = l.seg + cfg.cls_weight * l.cls;

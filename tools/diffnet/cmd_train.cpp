@@ -1,10 +1,12 @@
 // diffnet train: train DiffNet on one or more datasets (folders, DocTamper LMDB, list files).
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "commands.h"
 #include "diffnet/common.h"
+#include "diffnet/dist.h"
 #include "diffnet/safetensors.h"
 #include "diffnet/train.h"
 
@@ -21,7 +23,24 @@ struct TrainArgs {
   bool no_augment = false, dct_from_pixels = false, no_validate = false, print_config = false;
   int64_t bench_data = 0;
   double prob_disable = 0;
+  int nproc = 0;
+  std::string dist_backend = "auto";
+  double dist_timeout = 300;
 };
+
+// The command line of a worker of `--nproc N`: this one without --nproc.
+std::vector<std::string> worker_command_line() {
+  std::vector<std::string> in = own_command_line(), out;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] == "--nproc") {
+      ++i;  // and its value
+      continue;
+    }
+    if (in[i].rfind("--nproc=", 0) == 0) continue;
+    out.push_back(in[i]);
+  }
+  return out;
+}
 
 // Model config: preset (flag, else config file, else atto), then the file's "model" fields, then the
 // file's and the flags' ablations, then --disc-impl / --drop-path.
@@ -78,6 +97,13 @@ void bench_data(const TrainConfig& t, int64_t n) {
 
 void run(TrainArgs& a, CLI::App& cmd) {
   if (a.o.out.empty() && a.bench_data <= 0 && !a.print_config) throw Error("train", "--out RUN_DIR is required");
+  const DistEnv env = read_dist_env();
+  if (a.nproc > 0 && a.bench_data <= 0 && !a.print_config) {
+    if (env.distributed())
+      throw Error("--nproc", "starts the worker processes itself: under torchrun or srun leave it out");
+    exit_code() = launch_local(a.nproc, worker_command_line());
+    return;
+  }
   nlohmann::json file = nlohmann::json::object();
   if (!a.config_file.empty()) {
     auto bytes = read_file(a.config_file);
@@ -136,14 +162,24 @@ void run(TrainArgs& a, CLI::App& cmd) {
   // Reductions depend on the thread count, and an exact resume needs the same one: training uses every
   // usable core unless told otherwise (-t, $DIFFNET_THREADS), never a count that depends on the load.
   if (threads_are_auto()) init_runtime(usable_cores());
+  std::unique_ptr<DistGroup> group;
+  if (env.distributed()) {
+    if (a.o.device == "cuda") a.o.device = "cuda:" + std::to_string(env.local_rank);  // one GPU per local rank
+    group = std::make_unique<DistGroup>(env, a.dist_backend, a.o.device, a.dist_timeout);
+    a.o.dist = group.get();
+  }
   TrainSummary s = run_training(t, m, a.o);
-  std::fprintf(stderr,
+  if (env.rank == 0)
+    std::fprintf(stderr,
                "done: steps %lld-%lld  %.2f img/s  data wait %.1f%%  %.1f ms/sample  skipped steps %lld  "
                "bad samples %lld%s%s\n",
                static_cast<long long>(s.start_step), static_cast<long long>(s.end_step), s.images_per_second,
                100.0 * s.data_wait_share, s.sample_ms, static_cast<long long>(s.skipped_steps),
                static_cast<long long>(s.bad_samples), s.model_path.empty() ? "" : "  weights ",
                s.model_path.c_str());
+  if (env.rank == 0 && group && s.end_step > s.start_step)
+    std::fprintf(stderr, "all-reduce: %.1f ms per step (waits for the slowest rank included)\n",
+                 1000.0 * s.allreduce_seconds / static_cast<double>(s.end_step - s.start_step));
 }
 
 const Registrar reg("train", [](CLI::App& app) {
@@ -187,6 +223,14 @@ const Registrar reg("train", [](CLI::App& app) {
   cmd->add_option("--device", a->o.device, "cpu | cuda | cuda:N (where the model and batches live)")
       ->capture_default_str();
   cmd->add_flag("--amp", a->t.amp, "bf16 autocast (fp32 master weights; norms and loss in fp32)");
+  cmd->add_option("--nproc", a->nproc,
+                  "Data parallel on this machine: start N worker processes (each with --batch samples; "
+                  "under torchrun/srun the environment says the world instead)");
+  cmd->add_option("--dist-backend", a->dist_backend, "c10d backend of a distributed run: auto|gloo|nccl")
+      ->capture_default_str();
+  cmd->add_option("--dist-timeout", a->dist_timeout,
+                  "Seconds a rank waits for the others (rendezvous, each all-reduce) before it gives up")
+      ->capture_default_str();
   cmd->add_flag("--resume", a->o.resume, "Continue the run in --out from its last checkpoint (its saved config)");
   cmd->add_option("--stop-after", a->o.stop_after, "Stop after N steps in this invocation (checkpointed)");
   cmd->add_flag("--export-fp16", a->o.export_fp16, "Also write model-fp16.safetensors at the end");
