@@ -132,9 +132,9 @@ DistGroup::DistGroup(const DistEnv& env_in, const std::string& backend_in, const
   const bool cuda = device.rfind("cuda", 0) == 0;
   im.backend = backend_in == "auto" ? (cuda ? "nccl" : "gloo") : backend_in;
   if (im.backend != "gloo" && im.backend != "nccl")
-    throw Error("--dist-backend", "'" + backend_in + "' is not one of auto, gloo, nccl");
-  if (im.backend == "nccl" && !cuda) throw Error("--dist-backend", "nccl reduces CUDA tensors: train with --device cuda");
-  if (!(timeout_s > 0)) throw Error("--dist-timeout", "must be positive");
+    throw Error("dist_backend", "'" + backend_in + "' is not one of auto, gloo, nccl");
+  if (im.backend == "nccl" && !cuda) throw Error("dist_backend", "nccl reduces CUDA tensors: the device must be cuda");
+  if (!(timeout_s > 0)) throw Error("dist_timeout", "must be positive");
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
   im.guarded("the rendezvous at " + env_in.master_addr + ":" + std::to_string(env_in.master_port), [&] {
     c10d::TCPStoreOptions so;
@@ -160,7 +160,7 @@ DistGroup::DistGroup(const DistEnv& env_in, const std::string& backend_in, const
       opts->timeout = timeout;
       im.bind(c10::make_intrusive<c10d::ProcessGroupNCCL>(im.store, im.rank, im.world, opts));
 #else
-      throw Error("--dist-backend", "this build has no NCCL process group (a CUDA LibTorch with NCCL is needed)");
+      throw Error("dist_backend", "this build has no NCCL process group (a CUDA LibTorch with NCCL is needed)");
 #endif
     }
   });
@@ -283,7 +283,7 @@ namespace {
 // A free TCP port on the loopback interface (bound, read, released: the rendezvous takes it next).
 int free_port() {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw Error("--nproc", std::string("socket: ") + std::strerror(errno));
+  if (fd < 0) throw Error("launcher", std::string("socket: ") + std::strerror(errno));
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -292,7 +292,7 @@ int free_port() {
   if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
       ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
     ::close(fd);
-    throw Error("--nproc", std::string("cannot find a free port: ") + std::strerror(errno));
+    throw Error("launcher", std::string("cannot find a free port: ") + std::strerror(errno));
   }
   ::close(fd);
   return ntohs(a.sin_port);
@@ -337,8 +337,8 @@ std::string describe(int status) {
 }  // namespace
 
 int launch_local(int nproc, const std::vector<std::string>& argv) {
-  if (nproc < 1) throw Error("--nproc", "must be at least 1");
-  if (argv.empty()) throw Error("--nproc", "no command to run");
+  if (nproc < 1) throw Error("launcher", "the number of processes must be at least 1");
+  if (argv.empty()) throw Error("launcher", "no command to run");
   const int port = free_port();
   const int threads = std::max(1, usable_cores() / nproc);
   const bool set_threads = !env("DIFFNET_THREADS");
@@ -371,7 +371,7 @@ int launch_local(int nproc, const std::vector<std::string>& argv) {
   }
   char exe[4096];
   ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0) throw Error("--nproc", "cannot find this program (/proc/self/exe)");
+  if (n <= 0) throw Error("launcher", "cannot find this program (/proc/self/exe)");
   exe[n] = '\0';
 
   struct sigaction sa {}, old_int{}, old_term{};
@@ -386,9 +386,9 @@ int launch_local(int nproc, const std::vector<std::string>& argv) {
     Child& c = kids[static_cast<size_t>(r)];
     int out[2], err[2];
     if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0)
-      throw Error("--nproc", std::string("pipe: ") + std::strerror(errno));
+      throw Error("launcher", std::string("pipe: ") + std::strerror(errno));
     const pid_t pid = ::fork();
-    if (pid < 0) throw Error("--nproc", std::string("fork: ") + std::strerror(errno));
+    if (pid < 0) throw Error("launcher", std::string("fork: ") + std::strerror(errno));
     if (pid == 0) {
       ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // the launcher gone: stop too
       ::dup2(out[1], STDOUT_FILENO);
