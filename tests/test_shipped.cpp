@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "diffnet/dct.h"
 #include "diffnet/image_io.h"
 #include "diffnet/model.h"
 #include "diffnet/predict.h"
@@ -41,6 +42,62 @@ Counts count(const at::Tensor& prob, const at::Tensor& mask) {
       c.fn += !pred && truth;
     }
   return c;
+}
+
+
+// A python3 that can import torch (Debian's python3-torch), or "" when there is none.
+std::string python_with_torch() {
+  for (const char* py : {"/usr/bin/python3", "python3"}) {
+    if (testutil::run_command(std::string(py) + " -c 'import torch'").exit_code == 0) return py;
+  }
+  return "";
+}
+
+TEST(Shipped, PyTorchPortReproducesTheModel) {
+  // bench/pytorch/diffnet_torch.py, a plain PyTorch eager port written from the design (no code shared with
+  // src/model), loads the shipped weights by name and must give the C++ model's probability maps and
+  // image logits on crops of three bundled pages (their own JPEG coefficients and tables as inputs).
+  const std::string py = python_with_torch();
+  if (py.empty()) GTEST_SKIP() << "python3 with torch (Debian python3-torch) not found";
+  LoadedModel lm = load_weights(kWeights);
+  lm.model->eval();
+  torch::NoGradGuard no_grad;
+  struct Case {
+    const char* name;
+    const char* file;
+    int64_t y, x, h, w;  // crop: offsets multiples of 8 (whole DCT blocks), sizes multiples of 32
+  };
+  const Case cases[] = {{"payslip", "examples/02-payslip-tampered.jpg", 256, 256, 512, 480},
+                        {"letter", "examples/05-letter-pristine.jpg", 0, 0, 256, 384},
+                        {"invoice", "examples/08-invoice-pristine.jpg", 128, 64, 320, 256}};
+  std::map<std::string, at::Tensor> out;
+  for (const Case& c : cases) {
+    const std::string path = testutil::source_path(c.file);
+    at::Tensor rgb = decode_image(path);
+    JpegCoefficients jc = read_jpeg_coefficients(path);
+    at::Tensor dct = clip_coefficients(jc.coef, jc.height, jc.width);
+    ASSERT_GE(rgb.size(0), c.y + c.h);
+    ASSERT_GE(rgb.size(1), c.x + c.w);
+    at::Tensor rc = rgb.slice(0, c.y, c.y + c.h).slice(1, c.x, c.x + c.w).contiguous();
+    at::Tensor dc = dct.slice(0, c.y, c.y + c.h).slice(1, c.x, c.x + c.w).contiguous();
+    DiffNetOutput o = lm.model->forward(normalize_rgb(rc), dc.to(at::kLong).unsqueeze(0), jc.qt.unsqueeze(0));
+    const std::string n = c.name;
+    out[n + ".rgb"] = rc;
+    out[n + ".dct"] = dc;
+    out[n + ".qt"] = jc.qt.contiguous();
+    out[n + ".prob"] = at::softmax(o.seg_logits, 1)[0][1].contiguous();
+    out[n + ".cls"] = o.cls_logits[0].contiguous();
+  }
+  const std::string file = testutil::temp_dir("pytorch-parity") + "/cases.safetensors";
+  save_safetensors(file, out);
+  auto r = testutil::run_command(py + " '" + testutil::source_path("bench/pytorch/diffnet_torch.py") +
+                                 "' parity --weights '" + kWeights + "' --cases '" + file + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  std::printf("pytorch port vs C++: %s\n", r.out.c_str());
+  EXPECT_EQ(j.at("cases").get<int>(), 3);
+  EXPECT_LE(j.at("max_abs_dp").get<double>(), 1e-4);
+  EXPECT_LE(j.at("max_abs_dcls").get<double>(), 1e-3);
 }
 
 }  // namespace

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Speed of the C++ model (`diffnet bench`) against the plain PyTorch eager port
+# (bench/pytorch/diffnet_torch.py bench) on the same cases, threads and machine, alternated C++ / PyTorch
+# twice; prints both medians and the ratio PyTorch / C++ per round (> 1: C++ is faster). PyTorch runs with
+# the allocator the C++ binary links (tcmalloc, LD_PRELOAD): with glibc's malloc every large temporary is
+# a fresh mmap with page faults, which made the eager port 3.3x slower on `base` 768² here, a difference
+# of allocators, not of code. PRELOAD= (empty) measures plain python3.
+#
+#   bench/pytorch-vs-cpp.sh [DIFFNET]     env: THREADS (2), ITERS (3), PY (python3 with torch),
+#                                         CASES ("preset size batch mode;..." default below), PRELOAD
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${1:-build/diffnet}
+THREADS=${THREADS:-2}
+ITERS=${ITERS:-3}
+PY=${PY:-}
+if [ -z "$PY" ]; then
+  for p in /usr/bin/python3 python3; do
+    if "$p" -c 'import torch' 2>/dev/null; then PY=$p; break; fi
+  done
+fi
+[ -n "$PY" ] || { echo "pytorch-vs-cpp: no python3 with torch (apt install python3-torch)" >&2; exit 2; }
+CASES=${CASES:-"base 768 1 infer;atto 512 2 train;atto 256 8 infer"}
+PRELOAD=${PRELOAD-$(ls /usr/lib/*/libtcmalloc_minimal.so.4 2>/dev/null | head -n 1)}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) cores; $THREADS threads;" \
+     "torch $("$PY" -c 'import torch; print(torch.__version__)') ($PY, LD_PRELOAD=${PRELOAD:-none}); median of $ITERS after 1 warm-up"
+IFS=';' read -ra list <<< "$CASES"
+for c in "${list[@]}"; do
+  read -r preset size batch mode <<< "$c"
+  "$BIN" train --print-config --preset "$preset" > "$tmp/$preset.json"
+  for round in 1 2; do
+    cpp=$("$BIN" -t "$THREADS" bench --preset "$preset" --size "$size" --batch "$batch" --mode "$mode" \
+          --iters "$ITERS" --warmup 1 --json --quiet | "$PY" -c 'import json,sys; d=json.load(sys.stdin); print(d.get("median_ms", 0) / 1000 if "median_ms" in d else d["median_s"])')
+    pt=$(LD_PRELOAD=$PRELOAD "$PY" bench/pytorch/diffnet_torch.py bench --config "$tmp/$preset.json" --size "$size" --batch "$batch" \
+          --mode "$mode" --iters "$ITERS" --warmup 1 --threads "$THREADS" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["median_s"])')
+    echo "$preset ${size}² batch $batch $mode, round $round: C++ $(printf %.3f "$cpp") s, PyTorch $(printf %.3f "$pt") s," \
+         "PyTorch/C++ $("$PY" -c "print(round($pt / $cpp, 2))")"
+  done
+done
