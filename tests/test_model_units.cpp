@@ -1,6 +1,8 @@
 // Model building blocks against float64 loop references written here: ConvNeXt-V2 block and stage, the DCT
 // joint embedding, the materialised discrepancy kernels, the image-head features, RGB normalisation, config.
 #include <cmath>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "diffnet/common.h"
@@ -142,6 +144,66 @@ TEST(ModelUnits, ConvNeXtBlockMatchesLoopReference) {
   at::Tensor ycl = blk->forward(xcl);
   EXPECT_TRUE(ycl.is_contiguous(at::MemoryFormat::ChannelsLast));
   EXPECT_LT(max_abs_diff(ycl, to_tensor(ref)), 1e-10);
+}
+
+TEST(ModelUnits, LinearBackendsMatchFloat64) {
+  // Both ways of computing the blocks' Linear layers (LibTorch's BLAS Linear; the same product as a oneDNN
+  // 1x1 convolution on the channels_last view) against float64 loops, values and gradients; then a whole
+  // float32 block with each against the float64 loop reference of the block.
+  const std::string before = linear_backend();  // measured (or $DIFFNET_LINEAR)
+  EXPECT_TRUE(before == "blas" || before == "onednn") << before;
+  torch::manual_seed(3);
+  const at::Tensor x = torch::randn({2, 5, 7, 12}), w = torch::randn({20, 12}) * 0.3, b = torch::randn({20});
+  const at::Tensor g = torch::randn({2, 5, 7, 20});
+  at::Tensor y_ref = at::zeros({2, 5, 7, 20}, at::kDouble), gw_ref = at::zeros({20, 12}, at::kDouble);
+  at::Tensor gx_ref = at::zeros({2, 5, 7, 12}, at::kDouble), gb_ref = at::zeros({20}, at::kDouble);
+  {
+    auto X = x.accessor<float, 4>();
+    auto Wt = w.accessor<float, 2>();
+    auto B = b.accessor<float, 1>();
+    auto G = g.accessor<float, 4>();
+    auto Y = y_ref.accessor<double, 4>();
+    auto GW = gw_ref.accessor<double, 2>();
+    auto GX = gx_ref.accessor<double, 4>();
+    auto GB = gb_ref.accessor<double, 1>();
+    for (int n = 0; n < 2; ++n)
+      for (int h = 0; h < 5; ++h)
+        for (int q = 0; q < 7; ++q)
+          for (int o = 0; o < 20; ++o) {
+            double acc = B[o];
+            for (int i = 0; i < 12; ++i) {
+              acc += static_cast<double>(X[n][h][q][i]) * Wt[o][i];
+              GW[o][i] += static_cast<double>(G[n][h][q][o]) * X[n][h][q][i];
+              GX[n][h][q][i] += static_cast<double>(G[n][h][q][o]) * Wt[o][i];
+            }
+            Y[n][h][q][o] = acc;
+            GB[o] += G[n][h][q][o];
+          }
+  }
+  torch::manual_seed(4);
+  model::ConvNeXtBlock blk(6);
+  randomize(*blk);
+  const at::Tensor xb = torch::randn({1, 6, 9, 11}).contiguous(at::MemoryFormat::ChannelsLast);
+  std::map<std::string, at::Tensor> block_out;
+  for (const std::string choice : {"blas", "onednn"}) {
+    set_linear_backend(choice);
+    EXPECT_EQ(linear_backend(), choice);
+    at::Tensor xg = x.clone().requires_grad_(true), wg = w.clone().requires_grad_(true);
+    at::Tensor bg = b.clone().requires_grad_(true);
+    at::Tensor y = model::linear_nhwc(xg, wg, bg);
+    EXPECT_LT(max_abs_diff(y, y_ref), 1e-5) << choice;
+    (y * g).sum().backward();
+    EXPECT_LT(max_abs_diff(wg.grad(), gw_ref), 1e-4) << choice;
+    EXPECT_LT(max_abs_diff(xg.grad(), gx_ref), 1e-5) << choice;
+    EXPECT_LT(max_abs_diff(bg.grad(), gb_ref), 1e-4) << choice;
+    torch::NoGradGuard no_grad;
+    block_out[choice] = blk->forward(xb);
+  }
+  blk->to(at::kDouble);
+  const at::Tensor ref = to_tensor(block_reference(*blk, to_arr(xb.to(at::kDouble))));
+  for (const auto& [choice, out] : block_out) EXPECT_LT(max_abs_diff(out, ref), 1e-4) << choice;
+  EXPECT_THROW(set_linear_backend("gemm"), Error);
+  set_linear_backend(before);
 }
 
 TEST(ModelUnits, ConvNeXtStageWithDownsampleMatchesLoopReference) {

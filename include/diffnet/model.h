@@ -25,6 +25,14 @@ struct DiffNetOutput {
 constexpr double kRgbMean[3] = {0.485, 0.456, 0.406};
 constexpr double kRgbStd[3] = {0.229, 0.224, 0.225};
 
+// The ConvNeXt-V2 blocks' Linear layers (most of the model's time on a CPU) run either as LibTorch's
+// Linear (the BLAS, "blas") or as the same product written as a 1x1 convolution on the channels_last
+// activations (oneDNN, "onednn"): the faster one depends on the CPU and the BLAS, so by default ("auto")
+// it is measured once per process at the first float32 CPU use; $DIFFNET_LINEAR=blas|onednn overrides.
+// linear_backend() says which one is used (measuring it first if needed).
+void set_linear_backend(const std::string& choice);  // "auto" | "blas" | "onednn"; Error otherwise
+std::string linear_backend();
+
 // uint8 RGB (B, H, W, 3) or (H, W, 3) -> float32 (B, 3, H, W) normalised, channels_last.
 at::Tensor normalize_rgb(const at::Tensor& rgb_u8);
 

@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <fstream>
 #include <set>
+#include <sstream>
+#include <string>
 
 #include "diffnet/common.h"
 
@@ -88,7 +90,28 @@ std::string device_description(const at::Device& device) {
     return buf;
   }
 #endif
-  return "cpu (" + std::to_string(at::get_num_threads()) + " threads)";
+  // The CPU model and the vector extensions LibTorch's kernels can use (a timing means little without them).
+  std::string model, isa;
+  std::ifstream info("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(info, line) && (model.empty() || isa.empty())) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const std::string key = line.substr(0, line.find_last_not_of(" \t", colon - 1) + 1);
+    const std::string value = colon + 2 <= line.size() ? line.substr(colon + 2) : "";
+    if (key == "model name" && model.empty()) model = value;
+    if (key == "flags" && isa.empty()) {
+      std::istringstream flags(value);
+      std::string f;
+      std::set<std::string> have;
+      while (flags >> f) have.insert(f);
+      for (const char* want : {"avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_tile"})
+        if (have.count(want)) isa += (isa.empty() ? "" : " ") + std::string(want);
+      if (isa.empty()) isa = "no avx2";
+    }
+  }
+  return "cpu (" + (model.empty() ? std::string() : model + "; ") + (isa.empty() ? "" : isa + "; ") +
+         std::to_string(at::get_num_threads()) + " threads)";
 }
 
 void reset_peak_memory(const at::Device& device) {

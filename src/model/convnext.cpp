@@ -1,6 +1,14 @@
 // ConvNeXt-V2 building blocks (docs/design.md §2.1).
 #include "model/convnext.h"
 
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+
+#include "diffnet/common.h"
+#include "diffnet/model.h"
+
 
 namespace diffnet::model {
 
@@ -67,6 +75,67 @@ at::Tensor GrnImpl::forward(const at::Tensor& x) {
   return (xs + at::addcmul(bias.to(at::kFloat), weight.to(at::kFloat), xs * nx)).to(x.scalar_type());
 }
 
+namespace {
+
+enum class LinearPath { kUnset, kBlas, kOnednn };
+std::atomic<int> g_linear{static_cast<int>(LinearPath::kUnset)};
+std::once_flag g_linear_measured;
+
+at::Tensor linear_as_conv(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+  const at::Tensor y = at::conv2d(x.permute({0, 3, 1, 2}), weight.view({weight.size(0), weight.size(1), 1, 1}), bias);
+  return y.permute({0, 2, 3, 1});
+}
+
+// Times both paths on a block-sized product (1 x 32 x 32 x 256 -> 1024, fixed values: no random draws,
+// which would move the seeded generator), alternated, best of three each; the faster one wins.
+LinearPath measure_linear() {
+  torch::NoGradGuard no_grad;
+  const at::Tensor x = at::full({1, 32, 32, 256}, 0.01f);
+  const at::Tensor w = at::full({1024, 256}, 0.01f), b = at::zeros({1024});
+  double best[2] = {1e9, 1e9};
+  for (int rep = 0; rep < 4; ++rep)
+    for (int path = 0; path < 2; ++path) {
+      const double t0 = now_seconds();
+      at::Tensor y = path == 0 ? at::linear(x, w, b) : linear_as_conv(x, w, b);
+      const double dt = now_seconds() - t0;
+      if (rep > 0) best[path] = std::min(best[path], dt);  // the first round warms up both
+    }
+  return best[1] < best[0] ? LinearPath::kOnednn : LinearPath::kBlas;
+}
+
+LinearPath parse_linear(const std::string& choice, const char* what) {
+  if (choice == "auto") return LinearPath::kUnset;
+  if (choice == "blas") return LinearPath::kBlas;
+  if (choice == "onednn") return LinearPath::kOnednn;
+  throw Error(what, "'" + choice + "' is not one of auto, blas, onednn");
+}
+
+// $DIFFNET_LINEAR when it names a path, else the measurement.
+LinearPath decide_auto() {
+  const char* env = std::getenv("DIFFNET_LINEAR");
+  const LinearPath p = env && *env ? parse_linear(env, "DIFFNET_LINEAR") : LinearPath::kUnset;
+  return p == LinearPath::kUnset ? measure_linear() : p;
+}
+
+LinearPath linear_path() {
+  const int v = g_linear.load();
+  if (v != static_cast<int>(LinearPath::kUnset)) return static_cast<LinearPath>(v);
+  std::call_once(g_linear_measured, [] {
+    int expected = static_cast<int>(LinearPath::kUnset);
+    g_linear.compare_exchange_strong(expected, static_cast<int>(decide_auto()));
+  });
+  return static_cast<LinearPath>(g_linear.load());
+}
+
+}  // namespace
+
+at::Tensor linear_nhwc(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+  const bool conv_applies = x.dim() == 4 && x.is_cpu() && x.scalar_type() == at::kFloat &&
+                            weight.scalar_type() == at::kFloat && x.is_contiguous();
+  if (conv_applies && linear_path() == LinearPath::kOnednn) return linear_as_conv(x, weight, bias);
+  return at::linear(x, weight, bias);
+}
+
 MlpImpl::MlpImpl(int64_t channels, int64_t hidden) {
   fc1 = register_module("fc1", torch::nn::Linear(channels, hidden));
   grn = register_module("grn", Grn(hidden));
@@ -74,7 +143,8 @@ MlpImpl::MlpImpl(int64_t channels, int64_t hidden) {
 }
 
 at::Tensor MlpImpl::forward(const at::Tensor& x) {
-  return fc2->forward(grn->forward(at::gelu(fc1->forward(x))));
+  at::Tensor h = at::gelu(linear_nhwc(x, fc1->weight, fc1->bias));
+  return linear_nhwc(grn->forward(h).contiguous(), fc2->weight, fc2->bias);
 }
 
 at::Tensor drop_path(const at::Tensor& x, double p, bool training) {
@@ -168,3 +238,14 @@ std::vector<at::Tensor> ConvNeXtV2Impl::forward(const at::Tensor& x) {
 }
 
 }  // namespace diffnet::model
+
+namespace diffnet {
+
+void set_linear_backend(const std::string& choice) {
+  const model::LinearPath p = model::parse_linear(choice, "linear backend");
+  model::g_linear.store(static_cast<int>(p == model::LinearPath::kUnset ? model::decide_auto() : p));
+}
+
+std::string linear_backend() { return model::linear_path() == model::LinearPath::kOnednn ? "onednn" : "blas"; }
+
+}  // namespace diffnet

@@ -41,6 +41,10 @@ class GrnImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Grn);
 
+// y = x W^T + b on NHWC activations x (B,H,W,C_in), by the linear backend (model.h: BLAS Linear, or a
+// 1x1 oneDNN convolution on the channels_last view when x is a contiguous float32 CPU tensor).
+at::Tensor linear_nhwc(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
+
 // fc1 (C->4C) -> GELU(erf) -> GRN(4C) -> fc2 (4C->C), on NHWC.
 class MlpImpl : public torch::nn::Module {
  public:

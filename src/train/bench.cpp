@@ -156,13 +156,14 @@ int run_model_bench(const ModelBenchOptions& opt) {
                         {"gflop_per_it", gflop},      {"gflop_per_s", gflop / med}, {"min_ms", times.front() * 1e3},
                         {"max_ms", times.back() * 1e3}, {"peak_memory_mib", static_cast<double>(peak) / (1 << 20)}};
     if (!part_ms.empty()) j["parts_ms"] = part_ms;
+    if (device.is_cpu()) j["linear"] = linear_backend();
     std::printf("%s\n", j.dump().c_str());
   } else {
-    std::printf("%s %s %lldx%lld batch %lld on %s (%s%s, disc %s, %d threads): %.2f ms/it, %.3f it/s, %.2f img/s "
+    std::printf("%s %s %lldx%lld batch %lld on %s (%s%s, disc %s, linear %s, %d threads): %.2f ms/it, %.3f it/s, %.2f img/s "
                 "[median of %d after %d warm-up; min %.2f max %.2f ms; %.1f GFLOP/it analytic%s, %.1f GFLOP/s",
                 opt.preset.c_str(), opt.mode.c_str(), static_cast<long long>(S), static_cast<long long>(S),
                 static_cast<long long>(B), dev_name.c_str(), precision.c_str(), opt.graph ? ", CUDA graph" : "",
-                cfg.disc_impl.c_str(), threads, med * 1e3, 1.0 / med, B / med, opt.iters, opt.warmup,
+                cfg.disc_impl.c_str(), device.is_cpu() ? linear_backend().c_str() : "blas", threads, med * 1e3, 1.0 / med, B / med, opt.iters, opt.warmup,
                 times.front() * 1e3, times.back() * 1e3, gflop, opt.mode == "train" ? " (3x fwd)" : "", gflop / med);
     if (device.is_cuda()) std::printf("; peak %.0f MiB", static_cast<double>(peak) / (1 << 20));
     std::printf("]\n");
