@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -298,6 +299,42 @@ TEST(Serve, SlowClientsDoNotStallHealthAndAreDropped) {
     ::close(fd);
   }
   EXPECT_LT(ms_since(t0), 8000.0);
+}
+
+TEST(Serve, TricklingUploadGets408AtTheRequestDeadline) {
+  // A client that keeps sending one byte every 200 ms never trips the read timeout (5 s) but must not
+  // hold its request longer than the whole-request deadline (1.5 s): it gets 408 then.
+  ServeOptions o = test_options(1 << 20);
+  o.read_timeout_s = 5;
+  o.request_timeout_s = 1.5;
+  RunningServer rs(o);
+  httplib::Client cli("127.0.0.1", rs.server.port());
+  ASSERT_TRUE(wait_health(cli));
+  int fd = raw_connect(rs.server.port());
+  ASSERT_GE(fd, 0);
+  const std::string head = "POST /predict HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\na";
+  ASSERT_EQ(::send(fd, head.data(), head.size(), MSG_NOSIGNAL), ssize_t(head.size()));
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string answer;
+  timeval tv{0, 200 * 1000};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  while (ms_since(t0) < 10000) {
+    char buf[512];
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n > 0) answer.append(buf, size_t(n));
+    if (n == 0 || answer.find("(--request-timeout)\"}") != std::string::npos) break;  // closed, or the whole answer
+    if (::send(fd, "b", 1, MSG_NOSIGNAL) != 1 && !answer.empty()) break;
+  }
+  const double ms = ms_since(t0);
+  ::close(fd);
+  EXPECT_NE(answer.find("HTTP/1.1 408"), std::string::npos) << answer;
+  EXPECT_NE(answer.find("request body not received within 1.5 s"), std::string::npos) << answer;
+  EXPECT_GT(ms, 1400.0);
+  EXPECT_LT(ms, 5000.0) << "the deadline, not the read timeout, ended it";
+  // The server still answers.
+  auto health = cli.Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
 }
 
 TEST(Serve, FullQueueAnswers503WithRetryAfter) {

@@ -26,7 +26,9 @@ struct ServeOptions {
   size_t max_upload_bytes = 32u * 1024 * 1024;  // larger bodies get 413 (pixel limit: PredictOptions)
   int max_queue = 8;                            // requests that may wait for a slot; more get 503
   int64_t max_queued_pixels = 200'000'000;      // pixels of running + waiting requests; more get 503
-  double request_timeout_s = 120;               // longest wait for a slot; then 503
+  // Whole-request deadline from the moment the headers are in: the body must have arrived by then (else
+  // 408: a client trickling its upload cannot hold a connection thread) and a slot been found (else 503).
+  double request_timeout_s = 120;
   int read_timeout_s = 10;                      // a client silent this long while sending is dropped
   int keep_alive_timeout_s = 5;                 // an idle keep-alive connection is closed after this
   int connection_threads = 64;                  // at least workers + max_queue + 4

@@ -110,6 +110,7 @@ struct TrainState {
   int64_t step = 0;           // optimizer steps done
   int64_t data_position = 0;  // samples consumed by all ranks (= step * batch * accum * world)
   int64_t world = 1;          // processes of the run that wrote it (metadata world_size; older: 1)
+  std::string linear_backend; // the blocks' Linear backend the run uses on a CPU (model.h; "" unknown)
   nlohmann::json config;      // {"model": ModelConfig, "train": TrainConfig}
 };
 

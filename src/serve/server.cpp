@@ -36,6 +36,13 @@ void json_error(httplib::Response& res, int status, const std::string& message) 
   res.set_content(nlohmann::json{{"error", valid_utf8(message)}}.dump(), "application/json");
 }
 
+// "1.5" for 1.5, "120" for 120: seconds as a person writes them.
+std::string fmt_seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", s);
+  return buf;
+}
+
 }  // namespace
 
 struct Server::Impl {
@@ -65,15 +72,22 @@ struct Server::Impl {
   // `--data-binary @page.jpg` sends application/x-www-form-urlencoded, which the HTTP library would
   // otherwise cap at 8 KB. The upload limit (--max-upload-mb, 413) applies either way.
   void predict(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& reader) {
+    // One deadline for the whole request: receiving the body, then waiting for a slot.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(int64_t(opt.request_timeout_s * 1e3));
+    bool late = false;
     std::string body;
     const size_t limit = opt.max_upload_bytes;
     const std::string too_large = "upload too large (limit " + std::to_string(limit) + " bytes, --max-upload-mb)";
     if (req.has_header("Content-Length") && std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10) > limit)
       return json_error(res, 413, too_large);
     size_t received = 0;
-    // Appends a chunk while the upload stays within the limit; false stops reading.
+    // Appends a chunk while the upload stays within the limit and the deadline; false stops reading.
     auto take = [&](std::string& into, const char* data, size_t n) {
       if ((received += n) > limit) return false;
+      if (std::chrono::steady_clock::now() > deadline) {
+        late = true;
+        return false;
+      }
       into.append(data, n);
       return true;
     };
@@ -84,6 +98,10 @@ struct Server::Impl {
     else
       reader([&](const char* data, size_t n) { return take(body, data, n); });
     if (received > limit) return json_error(res, 413, too_large);
+    if (late) {
+      return json_error(res, 408, "request body not received within " + fmt_seconds(opt.request_timeout_s) +
+                                      " s (--request-timeout)");
+    }
     std::vector<serve::UploadPart> uploads;
     for (auto& p : parts) uploads.push_back({std::move(p.name), std::move(p.filename), std::move(p.content)});
     const bool has_name = req.has_param("name"), has_maps = req.has_param("maps");
@@ -99,8 +117,6 @@ struct Server::Impl {
     const bool maps = pr.maps;
     try {
       const ImageInfo& info = pr.info;
-      const auto deadline = std::chrono::steady_clock::now() +
-                            std::chrono::milliseconds(int64_t(opt.request_timeout_s * 1e3));
       const serve::Admission::Ticket ticket = admission.acquire(info.width * info.height, deadline);
       if (ticket.outcome != serve::Admission::Outcome::kRun) return busy(res, ticket);
       struct Release {

@@ -198,6 +198,15 @@ TrainSummary run_training(const TrainConfig& cfg_in, const ModelConfig& mcfg_in,
                    world, dist->backend().c_str(), static_cast<long long>(cfg.batch),
                    static_cast<long long>(cfg.accum), static_cast<long long>(cfg.batch * cfg.accum * world));
   }
+  if (device.is_cpu()) {
+    // The Linear layers' backend (model.h) changes the float results a little, and each process would
+    // measure its own: a resumed run takes its checkpoint's, and every rank takes rank 0's.
+    std::string lb;
+    if (lead) lb = opt.resume && !ck.state.linear_backend.empty() ? ck.state.linear_backend : linear_backend();
+    if (dist) lb = dist->share("linear_backend", lb);
+    set_linear_backend(lb);
+    state.linear_backend = lb;
+  }
   const std::string log_path = opt.out + "/log.jsonl";
   std::ofstream log;
   if (lead) {

@@ -71,7 +71,7 @@ Registrar reg("serve", [](CLI::App& app) {
   sub->add_option("--max-queued-mpix", o->max_queued_mpix,
                   "Megapixels of running + waiting requests; more get 503 (admission by cost)")
       ->capture_default_str();
-  sub->add_option("--request-timeout", o->serve.request_timeout_s, "Longest wait for a slot (s); then 503")
+  sub->add_option("--request-timeout", o->serve.request_timeout_s, "Whole-request deadline (s): the upload must have arrived by then (else 408) and a slot been found (else 503)")
       ->capture_default_str();
   sub->add_option("--read-timeout", o->serve.read_timeout_s, "Drop a client silent this long while sending (s)")
       ->capture_default_str();
