@@ -32,7 +32,7 @@ for c in "${list[@]}"; do
   "$BIN" train --print-config --preset "$preset" > "$tmp/$preset.json"
   for round in 1 2; do
     cpp=$("$BIN" -t "$THREADS" bench --preset "$preset" --size "$size" --batch "$batch" --mode "$mode" \
-          --iters "$ITERS" --warmup 1 --json --quiet | "$PY" -c 'import json,sys; d=json.load(sys.stdin); print(d.get("median_ms", 0) / 1000 if "median_ms" in d else d["median_s"])')
+          --iters "$ITERS" --warmup 1 --json --quiet | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["median_ms"] / 1000)')
     pt=$(LD_PRELOAD=$PRELOAD "$PY" bench/pytorch/diffnet_torch.py bench --config "$tmp/$preset.json" --size "$size" --batch "$batch" \
           --mode "$mode" --iters "$ITERS" --warmup 1 --threads "$THREADS" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["median_s"])')
     echo "$preset ${size}² batch $batch $mode, round $round: C++ $(printf %.3f "$cpp") s, PyTorch $(printf %.3f "$pt") s," \
