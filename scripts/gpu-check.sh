@@ -19,7 +19,8 @@
 # a missing piece (no GPU, no GoogleTest, no training data) is reported, not hidden.
 # Environment: PYTHON (python with torch), CUDACXX (nvcc), DIFFNET_CUDA_ARCHITECTURES (e.g. 90), BUILD_DIR,
 # JOBS, DEADLINE_S (skip benchmark steps once this many seconds have passed; default 420), SKIP_TABLE=1
-# (no model table or operator benchmark), PROFILE_MODES (default "train infer").
+# (no model table or operator benchmark), PROFILE_MODES (default "train infer"; empty: no profile),
+# ONLY_DIST=1 (build diffnet and test_train only; run the Dist tests and the NCCL step, nothing else).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -129,15 +130,19 @@ cmake -S "$ROOT" -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release \
   -DCUDAToolkit_ROOT="$CUDA_ROOT" -DCUDA_TOOLKIT_ROOT_DIR="$CUDA_ROOT" "${DEP_FLAGS[@]}" >"$LOGS/build.log" 2>&1
 rc=$?
 grep -iE "warning|error|not found" "$LOGS/build.log" | grep -v "^--  *" | head -20
+grep -E "DIFFNET_HAVE_[A-Z_]+ - " "$LOGS/build.log"  # which optional parts compiled in (c10d, Gloo, NCCL, Kineto)
+grep -E "^NCCL_INCLUDE_DIR" "$BUILD/CMakeCache.txt" 2>/dev/null
 if [ $rc -ne 0 ]; then
   tail -30 "$LOGS/build.log"
   fail "configure of the whole project (build.log)"
 else
-  step "build (-j $JOBS, keep going)"
+  step "build (-j $JOBS, keep going${ONLY_DIST:+; diffnet and test_train only})"
+  TARGET_ARGS=()
+  [ "${ONLY_DIST:-0}" = 1 ] && TARGET_ARGS=(--target diffnet test_train)
   if [ ${#GEN[@]} -gt 0 ]; then
-    cmake --build "$BUILD" -j "$JOBS" -- -k 0 >>"$LOGS/build.log" 2>&1
+    cmake --build "$BUILD" -j "$JOBS" "${TARGET_ARGS[@]}" -- -k 0 >>"$LOGS/build.log" 2>&1
   else
-    cmake --build "$BUILD" -j "$JOBS" -- -k >>"$LOGS/build.log" 2>&1
+    cmake --build "$BUILD" -j "$JOBS" "${TARGET_ARGS[@]}" -- -k >>"$LOGS/build.log" 2>&1
   fi
   rc=$?
   grep -E "error|FAILED" "$LOGS/build.log" | head -40
@@ -150,7 +155,13 @@ else
 fi
 DN=$BUILD/diffnet
 
-if [ $full_build -eq 1 ] || [ -x "$BUILD/tests/test_device" ]; then
+# ONLY_DIST=1: the data-parallel checks alone (Dist tests on the CPU, NCCL on the GPU), then stop.
+if [ "${ONLY_DIST:-0}" = 1 ]; then
+  step "data-parallel checks only (ONLY_DIST=1)"
+  DIFFNET_THREADS=8 timeout 200 "$BUILD/tests/test_train" --gtest_filter='Dist.*' 2>&1 | grep -E "OK \]|FAILED|SKIPPED|PASSED|error"
+  [ "${PIPESTATUS[0]}" -eq 0 ] && note "Dist tests: passed" || fail "Dist tests"
+fi
+if [ "${ONLY_DIST:-0}" != 1 ] && { [ $full_build -eq 1 ] || [ -x "$BUILD/tests/test_device" ]; }; then
   step "tests (ctest: CPU suite + CUDA checks)"
   (cd "$BUILD" && DIFFNET_THREADS=8 timeout 420 ctest --output-on-failure -j 4 --timeout 300) >"$LOGS/ctest.log" 2>&1
   rc=$?
@@ -224,7 +235,9 @@ bench atto-768-infer-amp-graph --preset atto --size 768 --device cuda --iters 30
 bench atto-256-train-b16-amp --preset atto --size 256 --batch 16 --device cuda --iters 20 --warmup 5 --mode train --amp
 fi
 step "training: atto on generated pages, 60 s, bf16 autocast"
-if [ -d "$ROOT/.gpu/data/images" ] && [ $(( $(date +%s) - T0 )) -lt $((DEADLINE_S + 30)) ]; then
+if [ "${ONLY_DIST:-0}" = 1 ]; then
+  echo "skipped (ONLY_DIST=1)"
+elif [ -d "$ROOT/.gpu/data/images" ] && [ $(( $(date +%s) - T0 )) -lt $((DEADLINE_S + 30)) ]; then
   RUN=$BUILD/train-check
   rm -rf "$RUN"
   timeout 75 "$DN" train --device cuda --amp --data "$ROOT/.gpu/data" --out "$RUN" --preset atto --size 256 \
@@ -270,11 +283,14 @@ if [ -d "$ROOT/.gpu/data/images" ]; then
     fail "nccl data-parallel run"
   fi
 fi
+if [ "${ONLY_DIST:-0}" = 1 ]; then
+  echo; cat "$SUMMARY"; [ $status -eq 0 ] && echo "gpu-check: PASSED" || echo "gpu-check: FAILED"; exit $status
+fi
 
 step "profile: base 768^2 batch 1, bf16 autocast, Kineto trace (GPU time by kind of kernel)"
 # Why the targets are missed: per iteration, wall vs GPU-busy time (idle = the GPU waits for the host)
 # and the kernels that take the time. Traces are gzipped into $LOGS; the sums go to profile-*.json.
-for mode in ${PROFILE_MODES:-train infer}; do
+for mode in ${PROFILE_MODES-train infer}; do
   time_left || { note "skipped (deadline): profile $mode"; continue; }
   trace=$LOGS/trace-base-768-$mode-amp.json
   if timeout 150 "$DN" bench --preset base --size 768 --batch 1 --device cuda --mode "$mode" --amp --iters 5 \

@@ -22,6 +22,10 @@ struct DistEnv {
 // SLURM_LOCALID (MASTER_ADDR/MASTER_PORT still needed). Error naming the variable on a bad value.
 DistEnv read_dist_env();
 
+// Whether this build can make a process group of `backend` ("gloo" | "nccl"); which ones compiled in
+// depends on the LibTorch (CMakeLists.txt probes).
+bool dist_backend_available(const std::string& backend);
+
 // A process group of the world. Every call is a collective: all ranks make it in the same order. A
 // failed or timed-out collective throws Error "rank R: lost contact with the other ranks during <what>".
 class DistGroup {

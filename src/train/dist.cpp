@@ -21,9 +21,11 @@
 #include <functional>
 #include <iterator>
 
+#if defined(DIFFNET_HAVE_C10D)
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#endif
 #if defined(DIFFNET_HAVE_GLOO)
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #endif
 #if defined(DIFFNET_HAVE_NCCL)
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
@@ -83,12 +85,26 @@ DistEnv read_dist_env() {
   return e;
 }
 
-#if defined(DIFFNET_HAVE_GLOO)
+bool dist_backend_available(const std::string& backend) {
+#if defined(DIFFNET_HAVE_C10D) && defined(DIFFNET_HAVE_GLOO)
+  if (backend == "gloo") return true;
+#endif
+#if defined(DIFFNET_HAVE_C10D) && defined(DIFFNET_HAVE_NCCL)
+  if (backend == "nccl") return true;
+#endif
+  return false;
+}
+
+#if defined(DIFFNET_HAVE_C10D)
 
 struct DistGroup::Impl {
   int rank = 0, world = 1;
   std::string backend;
-  bool host_staging = false;  // Gloo with CUDA tensors: reduce a host copy
+  // Where the backend's collectives work: the host for Gloo, this rank's GPU for NCCL. Tensors elsewhere
+  // (CUDA tensors under Gloo; the step's loss normaliser and the resume position, CPU tensors, under NCCL)
+  // travel through a copy there.
+  at::Device comm_device = at::kCPU;
+  at::Tensor staged(const at::Tensor& t) const { return t.device() == comm_device ? t.contiguous() : t.to(comm_device); }
   c10::intrusive_ptr<c10d::Store> store;
   // The backend's collectives, waited for (the group's type differs between LibTorch releases and backends).
   std::function<void(std::vector<at::Tensor>&)> allreduce, broadcast;
@@ -145,6 +161,7 @@ DistGroup::DistGroup(const DistEnv& env_in, const std::string& backend_in, const
     so.timeout = timeout;
     im.store = c10::make_intrusive<c10d::TCPStore>(env_in.master_addr, so);
     if (im.backend == "gloo") {
+#if defined(DIFFNET_HAVE_GLOO)
       auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
       if (const char* ifname = env("GLOO_SOCKET_IFNAME"))
         opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
@@ -153,9 +170,14 @@ DistGroup::DistGroup(const DistEnv& env_in, const std::string& backend_in, const
       else
         opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
       im.bind(c10::make_intrusive<c10d::ProcessGroupGloo>(im.store, im.rank, im.world, opts));
-      im.host_staging = cuda;
+#else
+      throw Error("dist_backend", "this build has no c10d Gloo process group (Debian: install libgloo-dev and rebuild; "
+                                  "PyTorch's pip LibTorch lacks Gloo's headers: use --dist-backend nccl on CUDA)");
+#endif
     } else {
 #if defined(DIFFNET_HAVE_NCCL)
+      im.comm_device = at::Device(device);
+      if (!im.comm_device.has_index()) im.comm_device = at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(env_in.local_rank));
       auto opts = c10d::ProcessGroupNCCL::Options::create();
       opts->timeout = timeout;
       im.bind(c10::make_intrusive<c10d::ProcessGroupNCCL>(im.store, im.rank, im.world, opts));
@@ -175,7 +197,7 @@ void DistGroup::broadcast(std::vector<at::Tensor>& tensors, const std::string& w
   Impl& im = *impl_;
   im.guarded(what, [&] {
     for (auto& t : tensors) {  // one at a time: a broadcast list must share one shape in some backends
-      std::vector<at::Tensor> one = {im.host_staging && t.is_cuda() ? t.cpu() : t.contiguous()};
+      std::vector<at::Tensor> one = {im.staged(t)};
       im.broadcast(one);
       if (!one[0].is_same(t)) t.copy_(one[0]);
     }
@@ -204,7 +226,7 @@ void DistGroup::average(const std::vector<at::Tensor>& tensors, const std::strin
       std::vector<at::Tensor> flat_views;
       for (const auto& t : bucket) flat_views.push_back(t.reshape({-1}));
       at::Tensor flat = at::cat(flat_views);
-      std::vector<at::Tensor> io = {im.host_staging && flat.is_cuda() ? flat.cpu() : flat};
+      std::vector<at::Tensor> io = {im.staged(flat)};
       im.allreduce(io);
       if (!io[0].is_same(flat)) flat.copy_(io[0]);
       flat.div_(im.world);
@@ -220,7 +242,7 @@ void DistGroup::average(const std::vector<at::Tensor>& tensors, const std::strin
 void DistGroup::sum(at::Tensor& tensor, const std::string& what) {
   Impl& im = *impl_;
   im.guarded(what, [&] {
-    std::vector<at::Tensor> io = {im.host_staging && tensor.is_cuda() ? tensor.cpu() : tensor.contiguous()};
+    std::vector<at::Tensor> io = {im.staged(tensor)};
     im.allreduce(io);
     if (!io[0].is_same(tensor)) tensor.copy_(io[0]);
   });
@@ -243,11 +265,11 @@ std::string DistGroup::share(const std::string& key, const std::string& value) {
 
 void DistGroup::barrier(const std::string& what) { impl_->guarded(what, [&] { impl_->barrier(); }); }
 
-#else  // no c10d Gloo in this LibTorch
+#else  // no c10d in this LibTorch
 
 struct DistGroup::Impl {};
 DistGroup::DistGroup(const DistEnv&, const std::string&, const std::string&, double) {
-  throw Error("distributed training", "this build has no c10d Gloo process group (install libgloo-dev and rebuild)");
+  throw Error("distributed training", "this build has no c10d (its TCPStore header did not compile with this LibTorch)");
 }
 DistGroup::~DistGroup() = default;
 int DistGroup::rank() const { return 0; }
