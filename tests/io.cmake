@@ -2,6 +2,7 @@
 diffnet_test(io
   SOURCES
     ${CMAKE_CURRENT_LIST_DIR}/test_io_dct.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/test_io_document.cpp
     ${CMAKE_CURRENT_LIST_DIR}/test_io_image.cpp
     ${CMAKE_CURRENT_LIST_DIR}/test_io_safetensors.cpp
     ${CMAKE_CURRENT_LIST_DIR}/test_io_cli.cpp

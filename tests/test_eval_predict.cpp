@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "diffnet/common.h"
@@ -442,6 +443,60 @@ TEST(EvalPredict, CliWritesMapsOverlaysAndRecords) {
   EXPECT_NE(t.out.find(in + "/a.png "), std::string::npos) << "the whole path, not cut: " << t.out;
   auto again = read_file(out + "/predictions.jsonl");
   EXPECT_EQ(lines(std::string(again.begin(), again.end())).size(), 2u);
+}
+
+TEST(EvalPredict, CliPredictsEveryPageOfPdfAndTiffFiles) {
+  if (!pdf_supported() || !tiff_supported()) GTEST_SKIP() << "built without PDF/TIFF input";
+  namespace fs = std::filesystem;
+  std::string in = testutil::temp_dir("pages-in"), out = testutil::temp_dir("pages-out") + "/o";
+  for (const char* f : {"scan2.pdf", "pages.tif", "doc_q80_420.jpg", "doc_q90_444.jpg"})
+    fs::copy_file(testutil::data_path(std::string("io/") + f), in + "/" + f);
+  testutil::CliResult r = testutil::run_cli("predict '" + in + "' --weights '" + tiny_model().path + "' --out '" + out +
+                                            "' --csv '" + out + ".csv' --json -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> recs = lines(r.out);
+  ASSERT_EQ(recs.size(), 8u) << r.out;  // 2 JPEGs, 4 TIFF pages, 2 PDF pages (files sorted by name)
+  std::map<std::string, nlohmann::json> by_file;
+  for (const auto& line : recs) {
+    nlohmann::json j = nlohmann::json::parse(line);
+    by_file[j["file"].get<std::string>()] = j;
+  }
+  for (int i = 1; i <= 4; ++i) {
+    const nlohmann::json& j = by_file.at(in + "/pages.tif#" + std::to_string(i));
+    EXPECT_EQ(j["page"], i);
+    EXPECT_EQ(j["page_source"], "tiff");
+    EXPECT_EQ(j["dct_source"], "pixels");
+    EXPECT_TRUE(fs::exists(out + "/pages-p" + std::to_string(i) + ".prob.png"));
+  }
+  EXPECT_FALSE(by_file.at(in + "/doc_q80_420.jpg").contains("page"));
+  // Each page of the scanned PDF is its JPEG given directly: same coefficients, so the same map and score.
+  const char* jpegs[] = {"doc_q80_420", "doc_q90_444"};
+  for (int i = 1; i <= 2; ++i) {
+    const nlohmann::json& pdf = by_file.at(in + "/scan2.pdf#" + std::to_string(i));
+    const nlohmann::json& jpg = by_file.at(in + "/" + jpegs[i - 1] + ".jpg");
+    EXPECT_EQ(pdf["page_source"], "pdf-jpeg");
+    EXPECT_EQ(pdf["dct_source"], "file");
+    EXPECT_EQ(pdf["jpeg_quality"], jpg["jpeg_quality"]);
+    EXPECT_EQ(pdf["image_score"], jpg["image_score"]);
+    EXPECT_EQ(pdf["page_stats"], jpg["page_stats"]);
+    EXPECT_EQ(pdf["regions"], jpg["regions"]);
+    EXPECT_TRUE(read_file(out + "/scan2-p" + std::to_string(i) + ".prob.png") ==
+                read_file(out + "/" + jpegs[i - 1] + ".prob.png"))
+        << "page " << i << ": the probability maps differ";
+  }
+  // The CSV names the file and the page in their own columns.
+  std::vector<uint8_t> csv = read_file(out + ".csv");
+  const std::string text(csv.begin(), csv.end());
+  EXPECT_NE(text.find(in + "/scan2.pdf,2,"), std::string::npos) << text;
+  EXPECT_NE(text.find(in + "/doc_q80_420.jpg,,"), std::string::npos) << text;
+  // A broken PDF is one failed input; the others still run.
+  std::ofstream(in + "/broken.pdf") << "%PDF-1.4 nothing else";
+  r = testutil::run_cli("predict '" + in + "/broken.pdf' '" + in + "/doc_q80_420.jpg' --weights '" + tiny_model().path +
+                        "' --json -q");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("error: " + in + "/broken.pdf"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("1 of 2 input(s) failed"), std::string::npos) << r.err;
+  EXPECT_EQ(lines(r.out).size(), 1u);
 }
 
 TEST(EvalPredict, DefaultWeightsLookup) {

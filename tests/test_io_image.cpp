@@ -12,26 +12,11 @@
 #include "testing.h"
 
 using namespace diffnet;
-using testutil::data_path;
+using testutil::expect_error;
+using testutil::io;
 using testutil::read_pnm;
 
 namespace {
-
-std::string io(const std::string& f) { return data_path("io/" + f); }
-
-// Expects decode to fail with a one-line message naming `name` and containing `what`.
-template <class F>
-void expect_error(F&& f, const std::string& name, const std::string& what) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an error for " << name;
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    EXPECT_NE(msg.find(name), std::string::npos) << msg;
-    EXPECT_NE(msg.find(what), std::string::npos) << msg;
-    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
-  }
-}
 
 std::vector<uint8_t> bytes_of(const std::string& path) { return read_file(path); }
 

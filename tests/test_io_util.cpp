@@ -9,6 +9,8 @@
 
 namespace diffnet::testutil {
 
+std::string io(const std::string& file) { return data_path("io/" + file); }
+
 at::Tensor read_pnm(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error("cannot open " + path);

@@ -195,6 +195,50 @@ TEST(Serve, PredictHealthPageAndErrors) {
   EXPECT_TRUE(body_json(r).contains("error"));
 }
 
+TEST(Serve, PdfAndTiffUploadsGiveOneRecordPerPage) {
+  if (!pdf_supported() || !tiff_supported()) GTEST_SKIP() << "built without PDF/TIFF input";
+  ServeOptions o = test_options(1 << 20);
+  o.documents.max_pages = 3;
+  RunningServer rs(o);
+  httplib::Client cli("127.0.0.1", rs.server.port());
+  cli.set_read_timeout(120, 0);
+  ASSERT_TRUE(wait_health(cli));
+  Predictor local(load_weights(testutil::tiny_model().path), PredictOptions{});
+  // A scanned PDF (two JPEG pages): each page's record is the prediction of its JPEG given directly.
+  const std::vector<uint8_t> pdf = read_file(testutil::data_path("io/scan2.pdf"));
+  httplib::MultipartFormDataItems items = {{"file", std::string(pdf.begin(), pdf.end()), "scan.pdf", "application/pdf"}};
+  auto r = cli.Post("/predict?maps=1", items);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  nlohmann::json j = body_json(r);
+  EXPECT_EQ(j["file"], "scan.pdf");
+  EXPECT_EQ(j["page_count"], 2);
+  ASSERT_EQ(j["pages"].size(), 2u);
+  const char* jpegs[] = {"io/doc_q80_420.jpg", "io/doc_q90_444.jpg"};
+  for (int i = 0; i < 2; ++i) {
+    const nlohmann::json& pg = j["pages"][size_t(i)];
+    EXPECT_EQ(pg["file"], "scan.pdf#" + std::to_string(i + 1));
+    EXPECT_EQ(pg["page"], i + 1);
+    EXPECT_EQ(pg["page_source"], "pdf-jpeg");
+    Prediction want = local.predict_file(testutil::data_path(jpegs[i]));
+    EXPECT_EQ(pg["image_score"].get<double>(), want.image_score);
+    at::Tensor prob = decode_mask_bytes(base64_decode(pg["maps"]["prob_png"]), "prob");
+    EXPECT_EQ(testutil::max_abs_diff(prob, prob_to_u8(want.prob)), 0.0);
+  }
+  // A TIFF as the raw body: four pages, over the server's limit of three.
+  const std::vector<uint8_t> tif = read_file(testutil::data_path("io/pages.tif"));
+  r = cli.Post("/predict?name=pages.tif", reinterpret_cast<const char*>(tif.data()), tif.size(), "image/tiff");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_NE(body_json(r)["error"].get<std::string>().find("more than 3 pages"), std::string::npos) << r->body;
+  // An encrypted PDF: 400 naming the reason.
+  const std::vector<uint8_t> enc = read_file(testutil::data_path("io/encrypted.pdf"));
+  r = cli.Post("/predict?name=locked.pdf", reinterpret_cast<const char*>(enc.data()), enc.size(), "application/pdf");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_NE(body_json(r)["error"].get<std::string>().find("encrypted"), std::string::npos) << r->body;
+}
+
 TEST(Serve, AdmissionIsFifoBoundedAndCostAware) {
   using namespace std::chrono;
   using Outcome = serve::Admission::Outcome;

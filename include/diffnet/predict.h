@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "diffnet/document.h"
 #include "diffnet/regions.h"
 
 namespace diffnet {
@@ -129,9 +130,9 @@ inline constexpr const char* kCalibrationKey = "calibration";
 
 // ---- Inputs ---------------------------------------------------------------------------------------
 
-// Image files (.jpg, .jpeg, .png; case-insensitive) directly inside dir, sorted by file name.
-// Throws Error(dir, ...) when dir is not a readable directory.
-std::vector<std::string> list_image_files(const std::string& dir);
+// Image files (.jpg, .jpeg, .png; case-insensitive) directly inside dir, sorted by file name; with
+// `documents` also .pdf, .tif, .tiff (document.h). Throws Error(dir, ...) when dir is not a readable directory.
+std::vector<std::string> list_image_files(const std::string& dir, bool documents = false);
 
 // ---- Predictor ------------------------------------------------------------------------------------
 
@@ -153,7 +154,9 @@ struct PredictTimings {
 };
 
 struct Prediction {
-  std::string file;                // as given by the caller
+  std::string file;                // as given by the caller ("<file>#<page>" for a page of a PDF/TIFF)
+  int64_t page = 0;                // 1-based page of a PDF/TIFF file (0: a JPEG/PNG file)
+  std::string page_source;         // for pages: "pdf-jpeg" (the page's own JPEG) | "pdf-render" | "tiff"
   int64_t width = 0, height = 0;
   at::Tensor rgb;                  // the decoded image, uint8 (height, width, 3) (for overlays)
   at::Tensor prob;                 // float (height, width), tampering probability
@@ -171,7 +174,7 @@ struct Prediction {
   PredictTimings timings;
 };
 
-// The JSON record of one prediction: file, width, height, image_score, score_kind, decision, threshold,
+// The JSON record of one prediction: file, (for pages of PDF/TIFF files: page, page_source), width, height, image_score, score_kind, decision, threshold,
 // regions, page_stats, window_max, dct_source, jpeg_quality, window, stride, merge, num_windows, warnings,
 // timings_ms {decode, dct, model, total}. A file name that is not UTF-8 is written with U+FFFD for each
 // bad byte, plus "file_hex": the name's exact bytes in hex.
@@ -217,6 +220,9 @@ class Predictor {
   // Predicts decoded pixels rgb uint8 (H, W, 3); `encoded` is the file as stored (needed for the file
   // DCT of a JPEG; may be empty, then the DCT comes from pixels with an all-ones table).
   Prediction predict_rgb(const at::Tensor& rgb, const std::vector<uint8_t>& encoded, const std::string& name);
+  // One page of a DocumentReader: its bytes as stored when it has them (a JPEG keeps its coefficients),
+  // else its pixels (DCT from pixels, all-ones table). Sets page and page_source.
+  Prediction predict_page(const DocumentPage& page);
 
   const PredictOptions& options() const;
   int64_t window() const;

@@ -62,9 +62,17 @@ PredictionWriter::~PredictionWriter() {
   }
 }
 
-std::string PredictionWriter::base_name(const std::string& file) {
-  std::string base = file_stem(file);
-  if (used_bases_.count(base)) base = std::filesystem::path(file).filename().string();
+std::string PredictionWriter::base_name(const std::string& name) {
+  // A page of a PDF/TIFF ("dir/x.pdf#3") is "x-p3"; a clash falls back to "x.pdf-p3", then numbers.
+  std::string file = name, page;
+  const size_t hash = name.rfind('#');
+  if (hash != std::string::npos && hash + 1 < name.size() &&
+      name.find_first_not_of("0123456789", hash + 1) == std::string::npos) {
+    file = name.substr(0, hash);
+    page = "-p" + name.substr(hash + 1);
+  }
+  std::string base = file_stem(file) + page;
+  if (used_bases_.count(base)) base = std::filesystem::path(file).filename().string() + page;
   std::string candidate = base;
   for (int i = 2; used_bases_.count(candidate); ++i) candidate = base + "_" + std::to_string(i);
   used_bases_.insert(candidate);

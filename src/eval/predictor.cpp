@@ -163,6 +163,13 @@ Prediction Predictor::predict_bytes(const std::vector<uint8_t>& bytes, const std
   return p;
 }
 
+Prediction Predictor::predict_page(const DocumentPage& page) {
+  Prediction p = page.encoded.empty() ? predict_rgb(page.rgb, {}, page.name) : predict_bytes(page.encoded, page.name);
+  p.page = page.page;
+  if (page.page > 0) p.page_source = page.source;
+  return p;
+}
+
 namespace {
 
 // The DCT map (Hp, Wp) uint8 and luma table (64) int64 for the padded canvas.
@@ -320,6 +327,10 @@ nlohmann::json prediction_to_json(const Prediction& p, double threshold) {
   nlohmann::json j;
   j["file"] = valid_utf8(p.file);
   if (j["file"].get_ref<const std::string&>() != p.file) j["file_hex"] = hex_bytes(p.file);  // exact bytes
+  if (p.page > 0) {
+    j["page"] = p.page;
+    j["page_source"] = p.page_source;
+  }
   j["width"] = p.width;
   j["height"] = p.height;
   j["image_score"] = p.image_score;

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <utility>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -120,6 +121,19 @@ struct HtmlReport::Impl {
   }
 };
 
+namespace {
+
+// The file and the page column of a prediction: "x.pdf#3" of page 3 gives ("x.pdf", "3"); a plain image
+// its name and "".
+std::pair<std::string, std::string> file_and_page(const Prediction& p) {
+  const std::string suffix = "#" + std::to_string(p.page);
+  if (p.page > 0 && p.file.size() > suffix.size() && p.file.compare(p.file.size() - suffix.size(), suffix.size(), suffix) == 0)
+    return {p.file.substr(0, p.file.size() - suffix.size()), std::to_string(p.page)};
+  return {p.file, p.page > 0 ? std::to_string(p.page) : ""};
+}
+
+}  // namespace
+
 HtmlReport::HtmlReport(const std::string& path, ReportOptions options)
     : impl_(std::make_unique<Impl>(path, std::move(options))) {
   if (impl_->opt.date.empty()) impl_->opt.date = local_time();
@@ -131,9 +145,10 @@ void HtmlReport::add(const Prediction& p) {
   Impl& m = *impl_;
   ++m.count;
   if (p.decision == "tampered") ++m.tampered;
-  const std::string a = m.anchor(), name = html_escape(p.file), verdict = html_escape(p.decision);
+  const auto [file, page] = file_and_page(p);
+  const std::string a = m.anchor(), name = html_escape(file), verdict = html_escape(p.decision);
   m.rows += "<tr><td class=\"num\">" + std::to_string(m.count) + "</td><td><a href=\"#" + a + "\">" + name +
-            "</a></td><td></td><td class=\"" + verdict + "\">" + verdict + "</td><td class=\"num\">" +
+            "</a></td><td class=\"num\">" + page + "</td><td class=\"" + verdict + "\">" + verdict + "</td><td class=\"num\">" +
             fmt("%.4f", p.image_score) + "</td><td class=\"num\">" + std::to_string(p.regions.size()) + "</td></tr>\n";
 
   std::string s = "<section id=\"" + a + "\">\n" + m.title(p.file);
@@ -215,7 +230,8 @@ void CsvReport::row(const std::vector<std::string>& fields) {
 }
 
 void CsvReport::add(const Prediction& p) {
-  row({valid_utf8(p.file), "", p.decision, nlohmann::json(p.image_score).dump(), std::to_string(p.regions.size()),
+  const auto [file, page] = file_and_page(p);
+  row({valid_utf8(file), page, p.decision, nlohmann::json(p.image_score).dump(), std::to_string(p.regions.size()),
        std::to_string(p.width), std::to_string(p.height), ""});
 }
 

@@ -4,9 +4,11 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "diffnet/document.h"
 #include "diffnet/image_io.h"
 
 namespace diffnet::io_detail {
@@ -35,5 +37,18 @@ at::Tensor apply_orientation(const at::Tensor& hwc, int o);
 
 // "W x H = N MP over the limit" check shared by the codecs; max_pixels <= 0 disables it.
 void check_pixel_limit(int64_t width, int64_t height, const std::string& name, const DecodeOptions& opt);
+
+// The pages of a multi-page file (document.cpp's DocumentReader dispatches to these by sniffed format).
+class PageSource {
+ public:
+  virtual ~PageSource() = default;
+  virtual int64_t pages() const = 0;
+  virtual DocumentPage page(int64_t index) = 0;  // 0-based; names "<path>#<index + 1>"
+};
+// PDF (pdf.cpp) and TIFF (tiff.cpp) from the whole file's bytes, kept for the parsers; `name` names the
+// file in records and errors. Both throw Error(name, ...) for unreadable, encrypted or over-limit files,
+// or when built without the library.
+std::unique_ptr<PageSource> open_pdf(const std::string& name, std::vector<uint8_t> bytes, const DocumentOptions& opt);
+std::unique_ptr<PageSource> open_tiff(const std::string& name, std::vector<uint8_t> bytes, const DocumentOptions& opt);
 
 }  // namespace diffnet::io_detail

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 
 #include "diffnet/common.h"
 #include "diffnet/image_io.h"
@@ -112,30 +113,73 @@ struct Server::Impl {
                                      has_name ? &name_param : nullptr, has_maps ? &maps_param : nullptr,
                                      any().options().max_pixels);
     if (pr.status != 0) return json_error(res, pr.status, pr.error);
-    const std::string& name = pr.name;
-    const std::vector<uint8_t>& bytes = pr.bytes;
-    const bool maps = pr.maps;
+    if (pr.document) return predict_document(pr, res, deadline);
     try {
-      const ImageInfo& info = pr.info;
-      const serve::Admission::Ticket ticket = admission.acquire(info.width * info.height, deadline);
-      if (ticket.outcome != serve::Admission::Outcome::kRun) return busy(res, ticket);
-      struct Release {
-        serve::Admission& a;
-        const serve::Admission::Ticket& t;
-        ~Release() { a.release(t); }
-      } release{admission, ticket};
-      Predictor& predictor = slots[size_t(ticket.slot)];
       const double t0 = now_seconds();
-      Prediction p = predictor.predict_bytes(bytes, name);
-      nlohmann::json record = prediction_to_json(p, predictor.options().threshold);
-      if (maps) {
-        OverlayOptions ov;
-        ov.floor = predictor.options().threshold;
-        record["maps"] = {{"prob_png", base64_encode(encode_png(prob_to_u8(p.prob)))},
-                          {"overlay_png", base64_encode(encode_png(render_overlay(p.rgb, p.prob, p.regions, ov)))}};
-      }
+      nlohmann::json record;
+      const int status = run_page(pr.info.width * pr.info.height, deadline, res,
+                                  [&](Predictor& p) { return p.predict_bytes(pr.bytes, pr.name); }, pr.maps, record);
+      if (status != 0) return;  // busy: answered
       mean_inference_s = 0.8 * mean_inference_s.load() + 0.2 * (now_seconds() - t0);
       res.set_content(record.dump(), "application/json");
+    } catch (const Error& e) {
+      json_error(res, 400, e.what());
+    }
+  }
+
+  // Runs one page in a slot admitted for `pixels`; fills `record` (with maps when asked). Returns 0, or
+  // 503 after answering `res` when no slot was granted.
+  int run_page(int64_t pixels, std::chrono::steady_clock::time_point deadline, httplib::Response& res,
+               const std::function<Prediction(Predictor&)>& predict, bool maps, nlohmann::json& record) {
+    const serve::Admission::Ticket ticket = admission.acquire(pixels, deadline);
+    if (ticket.outcome != serve::Admission::Outcome::kRun) {
+      busy(res, ticket);
+      return 503;
+    }
+    struct Release {
+      serve::Admission& a;
+      const serve::Admission::Ticket& t;
+      ~Release() { a.release(t); }
+    } release{admission, ticket};
+    Predictor& predictor = slots[size_t(ticket.slot)];
+    Prediction p = predict(predictor);
+    record = prediction_to_json(p, predictor.options().threshold);
+    if (maps) {
+      OverlayOptions ov;
+      ov.floor = predictor.options().threshold;
+      record["maps"] = {{"prob_png", base64_encode(encode_png(prob_to_u8(p.prob)))},
+                        {"overlay_png", base64_encode(encode_png(render_overlay(p.rgb, p.prob, p.regions, ov)))}};
+    }
+    return 0;
+  }
+
+  // A PDF or TIFF upload: {"file", "page_count", "pages": [record per page]}. A page that fails is a 400
+  // naming it; no slot for a page is a 503 for the whole request (the client retries the document).
+  void predict_document(const serve::PredictRequest& pr, httplib::Response& res,
+                        std::chrono::steady_clock::time_point deadline) {
+    try {
+      DocumentOptions dopt = opt.documents;
+      dopt.max_pixels = any().options().max_pixels;
+      DocumentReader doc(pr.bytes, pr.name, dopt);
+      nlohmann::json pages = nlohmann::json::array();
+      for (int64_t i = 0; i < doc.pages(); ++i) {
+        const double t0 = now_seconds();
+        DocumentPage page = doc.page(i);  // decoded or rendered outside the slots
+        int64_t pixels = 0;
+        if (page.rgb.defined()) {
+          pixels = page.rgb.size(0) * page.rgb.size(1);
+        } else {
+          const ImageInfo info = read_image_info_bytes(page.encoded, page.name);
+          pixels = info.width * info.height;
+        }
+        nlohmann::json record;
+        if (run_page(pixels, deadline, res, [&](Predictor& p) { return p.predict_page(page); }, pr.maps, record) != 0)
+          return;
+        mean_inference_s = 0.8 * mean_inference_s.load() + 0.2 * (now_seconds() - t0);
+        pages.push_back(std::move(record));
+      }
+      nlohmann::json out = {{"file", valid_utf8(pr.name)}, {"page_count", doc.pages()}, {"pages", std::move(pages)}};
+      res.set_content(out.dump(), "application/json");
     } catch (const Error& e) {
       json_error(res, 400, e.what());
     }

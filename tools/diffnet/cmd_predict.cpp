@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -15,6 +16,7 @@
 #include "commands.h"
 #include "diffnet/common.h"
 #include "diffnet/device.h"
+#include "diffnet/document.h"
 #include "diffnet/image_io.h"
 #include "diffnet/predict.h"
 #include "diffnet/prediction_writer.h"
@@ -31,6 +33,7 @@ struct PredictCli {
   std::string report;  // --report FILE.html
   std::string csv;     // --csv FILE.csv
   PredictOptions opt;
+  DocumentOptions doc;
   bool json = false;
   bool table = false;
   bool quiet = false;
@@ -40,14 +43,14 @@ struct PredictCli {
   double overlay_floor = -1;  // < 0: the threshold
 };
 
-// Inputs expanded: directories become their image files (sorted); files are kept in the given order.
+// Inputs expanded: directories become their image and document files (sorted); files keep the given order.
 std::vector<std::string> expand_inputs(const std::vector<std::string>& inputs) {
   std::vector<std::string> files;
   std::error_code ec;
   for (const auto& in : inputs) {
     if (std::filesystem::is_directory(in, ec)) {
-      std::vector<std::string> listed = list_image_files(in);
-      if (listed.empty()) std::fprintf(stderr, "warning: %s: no .jpg/.jpeg/.png images\n", in.c_str());
+      std::vector<std::string> listed = list_image_files(in, /*documents=*/true);
+      if (listed.empty()) std::fprintf(stderr, "warning: %s: no .jpg/.jpeg/.png/.pdf/.tif/.tiff files\n", in.c_str());
       files.insert(files.end(), listed.begin(), listed.end());
     } else {
       files.push_back(in);
@@ -159,18 +162,18 @@ void run(const PredictCli& o) {
   if (!o.csv.empty()) csv = std::make_unique<CsvReport>(o.csv);
   const bool table = o.table || !o.json;
   int width = 40;
-  for (const auto& f : files) width = std::max(width, int(f.size()));
+  for (const auto& f : files) width = std::max(width, int(f.size()) + 4);  // room for "#123" of a page
   if (table) print_table_header(width);
-  int failures = 0;
-  Progress progress("predict", int64_t(files.size()), o.quiet || files.size() < 2 || table);
-  for (const auto& file : files) {
-    refresh_threads();  // a job that started beside us since the last input: use the cores left
+  int failures = 0, inputs = 0;
+  // One record per page: a JPEG/PNG file is one page; PDF and TIFF files give "<file>#<page>" records.
+  auto one = [&](const std::string& name, const std::function<Prediction()>& predict) {
+    ++inputs;
     std::optional<Prediction> p;
     std::string error;
     try {
-      p = predictor.predict_file(file);
+      p = predict();
       nlohmann::json record = prediction_to_json(*p, o.opt.threshold);
-      if (writer) record = writer->write(*p, std::move(record), writer->base_name(file));
+      if (writer) record = writer->write(*p, std::move(record), writer->base_name(name));
       if (o.json) {
         std::printf("%s\n", record.dump().c_str());
         std::fflush(stdout);
@@ -180,22 +183,41 @@ void run(const PredictCli& o) {
       std::fflush(stdout);
       std::string what = e.what();
       // diffnet::Error messages already start with the file name; others get it prepended.
-      if (what.rfind(file, 0) != 0) what = file + ": " + what;
+      if (what.rfind(name, 0) != 0) what = name + ": " + what;
       std::fprintf(stderr, "error: %s\n", what.c_str());
       ++failures;
       p.reset();
       error = what;
     }
     // Outside the try: a report that cannot be written stops the run (it is not this input's failure).
-    if (report) p ? report->add(*p) : report->add_failure(file, error);
-    if (csv) p ? csv->add(*p) : csv->add_failure(file, error);
+    if (report) p ? report->add(*p) : report->add_failure(name, error);
+    if (csv) p ? csv->add(*p) : csv->add_failure(name, error);
+  };
+  Progress progress("predict", int64_t(files.size()), o.quiet || files.size() < 2 || table);
+  for (const auto& file : files) {
+    refresh_threads();  // a job that started beside us since the last input: use the cores left
+    std::unique_ptr<DocumentReader> doc;
+    std::string open_error;
+    try {
+      doc = std::make_unique<DocumentReader>(file, o.doc);
+    } catch (const std::exception& e) {
+      open_error = e.what();
+    }
+    if (!doc) {
+      one(file, [&]() -> Prediction { throw std::runtime_error(open_error); });
+    } else if (doc->format() == "image") {
+      one(file, [&] { return predictor.predict_page(doc->page(0)); });
+    } else {
+      for (int64_t i = 0; i < doc->pages(); ++i)
+        one(file + "#" + std::to_string(i + 1), [&] { return predictor.predict_page(doc->page(i)); });
+    }
     progress.step();
   }
   progress.finish();
   if (report) report->finish();
   if (csv) csv->finish();
   if (failures > 0) {
-    std::fprintf(stderr, "predict: %d of %zu input(s) failed\n", failures, files.size());
+    std::fprintf(stderr, "predict: %d of %d input(s) failed\n", failures, inputs);
     exit_code() = 2;
   }
 }
@@ -203,8 +225,9 @@ void run(const PredictCli& o) {
 Registrar reg("predict", [](CLI::App& app) {
   auto o = std::make_shared<PredictCli>();
   CLI::App* sub = app.add_subcommand(
-      "predict", "Tampering map, overlay, regions and image score for images of any size (JPEG/PNG)");
-  sub->add_option("inputs", o->inputs, "Image files and/or directories (their .jpg/.jpeg/.png, sorted)");
+      "predict", "Tampering map, overlay, regions and page score for images of any size and the pages of PDF/TIFF files");
+  sub->add_option("inputs", o->inputs,
+                  "JPEG/PNG/PDF/TIFF files and/or directories (their .jpg/.jpeg/.png/.pdf/.tif/.tiff, sorted)");
   sub->add_option("-w,--weights", o->weights,
                   "Weights (.safetensors); default $DIFFNET_WEIGHTS, else the installed or the source tree's weights/diffnet-atto.safetensors");
   sub->add_flag("--random-weights", o->random_weights,
@@ -229,6 +252,10 @@ Registrar reg("predict", [](CLI::App& app) {
                   "auto: JPEG coefficients from the file, pixels otherwise; or force file|pixels")
       ->check(CLI::IsMember({"auto", "file", "pixels"}))
       ->capture_default_str();
+  sub->add_option("--pdf-dpi", o->doc.pdf_dpi,
+                  "Resolution of rendered PDF pages (a page that is one embedded JPEG is analysed as that JPEG)")
+      ->capture_default_str();
+  sub->add_option("--max-pages", o->doc.max_pages, "A PDF/TIFF file with more pages is refused")->capture_default_str();
   sub->add_option("--threshold", o->opt.threshold, "Decision and region threshold")->capture_default_str();
   sub->add_option("--min-region", o->opt.min_region_area, "Smallest region reported, in pixels")->capture_default_str();
   sub->add_option("--overlay-floor", o->overlay_floor, "Overlay draws nothing where p is below this; default the threshold");

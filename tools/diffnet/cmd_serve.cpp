@@ -52,7 +52,7 @@ void run(ServeCli& o) {
 Registrar reg("serve", [](CLI::App& app) {
   auto o = std::make_shared<ServeCli>();
   o->predict.max_pixels = 40'000'000;
-  CLI::App* sub = app.add_subcommand("serve", "HTTP service: POST an image to /predict, get the JSON record");
+  CLI::App* sub = app.add_subcommand("serve", "HTTP service: POST an image (or a PDF/TIFF) to /predict, get the JSON record (one per page)");
   sub->add_option("--host", o->serve.host, "Address to listen on")->capture_default_str();
   sub->add_option("--port", o->serve.port, "TCP port (0: any free port)")->capture_default_str();
   sub->add_option("-w,--weights", o->weights,
@@ -62,6 +62,11 @@ Registrar reg("serve", [](CLI::App& app) {
   sub->add_option("--max-upload-mb", o->max_upload_mb, "Largest accepted upload (MiB); larger gets 413")
       ->capture_default_str();
   sub->add_option("--max-pixels", o->predict.max_pixels, "Largest accepted image (pixels); larger gets 400")
+      ->capture_default_str();
+  sub->add_option("--max-pages", o->serve.documents.max_pages, "Most pages of an uploaded PDF/TIFF; more gets 400")
+      ->capture_default_str();
+  sub->add_option("--pdf-dpi", o->serve.documents.pdf_dpi,
+                  "Resolution of rendered PDF pages (a page that is one embedded JPEG is analysed as that JPEG)")
       ->capture_default_str();
   sub->add_option("--workers", o->workers,
                   "Inference slots, each with its own copy of the model (memory: see docs/serve.md)")

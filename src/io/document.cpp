@@ -1,0 +1,74 @@
+// DocumentReader: sniffs a file's format and hands out its pages (PDF and TIFF through their page sources,
+// a JPEG/PNG file as one page of bytes).
+#include "diffnet/document.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "diffnet/common.h"
+#include "io/codec.h"
+
+namespace diffnet {
+namespace {
+
+bool starts(const std::vector<uint8_t>& b, const char* magic, size_t n) {
+  return b.size() >= n && std::memcmp(b.data(), magic, n) == 0;
+}
+
+}  // namespace
+
+struct DocumentReader::Impl {
+  std::string path, format;
+  std::unique_ptr<io_detail::PageSource> pages;  // PDF, TIFF
+  std::vector<uint8_t> image;                    // a JPEG/PNG (or unknown) file's bytes
+};
+
+DocumentReader::DocumentReader(const std::string& path, const DocumentOptions& opt)
+    : DocumentReader(read_file(path), path, opt) {}
+
+DocumentReader::DocumentReader(std::vector<uint8_t> bytes, const std::string& name, const DocumentOptions& opt)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->path = name;
+  if (opt.max_pages < 1) throw Error("max_pages", "must be >= 1");
+  const std::vector<uint8_t> head(bytes.begin(), bytes.begin() + std::min<size_t>(bytes.size(), 1024));
+  // A PDF may have bytes before its header (readers accept "%PDF-" within the first 1 KiB).
+  const char* pdf_magic = "%PDF-";
+  const bool pdf = std::search(head.begin(), head.end(), pdf_magic, pdf_magic + 5) != head.end();
+  const bool tiff = starts(head, "II*\0", 4) || starts(head, "MM\0*", 4) || starts(head, "II+\0", 4) ||
+                    starts(head, "MM\0+", 4);
+  if (pdf && !is_jpeg_bytes(head.data(), head.size()) && !is_png_bytes(head.data(), head.size())) {
+    impl_->format = "pdf";
+    impl_->pages = io_detail::open_pdf(name, std::move(bytes), opt);
+  } else if (tiff) {
+    impl_->format = "tiff";
+    impl_->pages = io_detail::open_tiff(name, std::move(bytes), opt);
+  } else {
+    impl_->format = "image";
+    impl_->image = std::move(bytes);
+  }
+}
+
+DocumentReader::~DocumentReader() = default;
+const std::string& DocumentReader::path() const { return impl_->path; }
+const std::string& DocumentReader::format() const { return impl_->format; }
+int64_t DocumentReader::pages() const { return impl_->pages ? impl_->pages->pages() : 1; }
+
+DocumentPage DocumentReader::page(int64_t index) {
+  if (index < 0 || index >= pages())
+    throw Error(impl_->path, "no page " + std::to_string(index + 1) + " (it has " + std::to_string(pages()) + ")");
+  if (impl_->pages) return impl_->pages->page(index);
+  DocumentPage pg;
+  pg.name = impl_->path;
+  pg.encoded = impl_->image;
+  pg.source = "image";
+  return pg;
+}
+
+bool is_input_document_name(const std::string& name) {
+  const std::string ext = file_extension(name);
+  for (const char* e : {".jpg", ".jpeg", ".png", ".pdf", ".tif", ".tiff"})
+    if (ext == e) return true;
+  return false;
+}
+
+}  // namespace diffnet

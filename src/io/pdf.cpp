@@ -1,0 +1,173 @@
+// PDF pages: qpdf finds each page and, where the page is one embedded JPEG, copies that stream as stored;
+// poppler renders the other pages. Compiled without them (no DIFFNET_HAVE_PDF), opening a PDF is an error.
+#include "io/codec.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "diffnet/common.h"
+
+#if defined(DIFFNET_HAVE_PDF)
+#define POINTERHOLDER_TRANSITION 4  // qpdf: std::shared_ptr throughout, no deprecation warning
+#include <poppler/cpp/poppler-document.h>
+#include <poppler/cpp/poppler-global.h>
+#include <poppler/cpp/poppler-page-renderer.h>
+#include <poppler/cpp/poppler-page.h>
+#include <qpdf/Buffer.hh>
+#include <qpdf/QPDF.hh>
+#include <qpdf/QPDFExc.hh>
+#include <qpdf/QPDFPageDocumentHelper.hh>
+#include <qpdf/QPDFPageObjectHelper.hh>
+#endif
+
+namespace diffnet {
+
+#if defined(DIFFNET_HAVE_PDF)
+bool pdf_supported() { return true; }
+#else
+bool pdf_supported() { return false; }
+#endif
+
+namespace io_detail {
+
+#if defined(DIFFNET_HAVE_PDF)
+namespace {
+
+// Poppler reports syntax problems through one global callback; they are not errors of ours (a page that
+// cannot be rendered is: render_page returns an invalid image).
+void quiet_poppler(const std::string&, void*) {}
+
+// The JPEG bytes of an image XObject whose only filter is DCTDecode, else empty.
+std::vector<uint8_t> dct_stream(QPDFObjectHandle image) {
+  QPDFObjectHandle filter = image.getDict().getKey("/Filter");
+  if (filter.isArray()) {
+    if (filter.getArrayNItems() != 1) return {};
+    filter = filter.getArrayItem(0);
+  }
+  if (!filter.isNameAndEquals("/DCTDecode")) return {};
+  std::shared_ptr<Buffer> raw = image.getRawStreamData();  // decrypted, not decoded: the JPEG file
+  const uint8_t* data = raw->getBuffer();
+  return std::vector<uint8_t>(data, data + raw->getSize());
+}
+
+class PdfPages final : public PageSource {
+ public:
+  PdfPages(const std::string& path, std::vector<uint8_t> bytes, const DocumentOptions& opt)
+      : path_(path), bytes_(std::move(bytes)), opt_(opt) {
+    if (!(opt_.pdf_dpi >= 10 && opt_.pdf_dpi <= 1200)) throw Error("pdf_dpi", "must be in [10, 1200]");
+    pdf_.setSuppressWarnings(true);
+    try {
+      pdf_.processMemoryFile(path_.c_str(), reinterpret_cast<const char*>(bytes_.data()), bytes_.size());
+      pages_ = QPDFPageDocumentHelper(pdf_).getAllPages();
+    } catch (const QPDFExc& e) {
+      if (e.getErrorCode() == qpdf_e_password) throw Error(path_, "the PDF is encrypted: a password is needed to open it");
+      throw Error(path_, "not a readable PDF: " + e.getMessageDetail());
+    } catch (const std::exception& e) {
+      throw Error(path_, std::string("not a readable PDF: ") + e.what());
+    }
+    if (pages_.empty()) throw Error(path_, "the PDF has no pages");
+    if (int64_t(pages_.size()) > opt_.max_pages)
+      throw Error(path_, "the PDF has " + std::to_string(pages_.size()) + " pages, over the limit of " +
+                             std::to_string(opt_.max_pages));
+  }
+
+  int64_t pages() const override { return int64_t(pages_.size()); }
+
+  DocumentPage page(int64_t index) override {
+    DocumentPage pg;
+    pg.page = index + 1;
+    pg.name = path_ + "#" + std::to_string(pg.page);
+    ImageInfo info;
+    try {
+      pg.encoded = page_jpeg(pages_.at(size_t(index)), &info);
+    } catch (const std::exception&) {
+      pg.encoded.clear();  // an unreadable image stream or JPEG header: render the page instead
+    }
+    if (!pg.encoded.empty()) {
+      check_pixel_limit(info.width, info.height, pg.name, DecodeOptions{false, opt_.max_pixels, nullptr});
+      pg.source = "pdf-jpeg";
+      return pg;
+    }
+    pg.rgb = render(index, pg.name);
+    pg.source = "pdf-render";
+    return pg;
+  }
+
+ private:
+  // The page's JPEG when the page is one: exactly one image XObject in its resources, no form XObjects,
+  // the image's only filter DCTDecode, and a JPEG our decoder takes (not CMYK/YCCK). Else empty.
+  std::vector<uint8_t> page_jpeg(QPDFPageObjectHelper page, ImageInfo* info) {
+    std::map<std::string, QPDFObjectHandle> images = page.getImages();
+    if (images.size() != 1 || !page.getFormXObjects().empty()) return {};
+    std::vector<uint8_t> jpeg = dct_stream(images.begin()->second);
+    if (jpeg.empty() || !is_jpeg_bytes(jpeg.data(), jpeg.size())) return {};
+    DecodeOptions no_limit;
+    no_limit.max_pixels = 0;  // the caller applies the limit, naming the page
+    *info = read_image_info_bytes(jpeg, path_, no_limit);
+    // Not luma first (CMYK, YCCK, RGB components): our coefficient reader refuses them; render instead.
+    if (info->color_space == "cmyk" || info->color_space == "ycck" || info->color_space == "rgb") return {};
+    return jpeg;
+  }
+
+  at::Tensor render(int64_t index, const std::string& name) {
+    if (!doc_) {
+      poppler::set_debug_error_function(quiet_poppler, nullptr);
+      doc_.reset(poppler::document::load_from_raw_data(reinterpret_cast<const char*>(bytes_.data()),
+                                                       int(std::min<size_t>(bytes_.size(), INT32_MAX))));
+      if (!doc_) throw Error(path_, "poppler cannot open this PDF to render its pages");
+      if (doc_->is_locked()) throw Error(path_, "the PDF is encrypted: a password is needed to render it");
+    }
+    std::unique_ptr<poppler::page> page(doc_->create_page(int(index)));
+    if (!page) throw Error(name, "poppler cannot read this page");
+    const poppler::rectf box = page->page_rect(poppler::crop_box);
+    const double scale = opt_.pdf_dpi / 72.0;
+    const double w = std::ceil(box.width() * scale), h = std::ceil(box.height() * scale);
+    if (!(w >= 1 && h >= 1)) throw Error(name, "the page has no area");
+    check_pixel_limit(int64_t(w), int64_t(h), name, DecodeOptions{false, opt_.max_pixels, nullptr});
+    poppler::page_renderer renderer;
+    renderer.set_render_hint(poppler::page_renderer::antialiasing, true);
+    renderer.set_render_hint(poppler::page_renderer::text_antialiasing, true);
+    renderer.set_image_format(poppler::image::format_argb32);
+    renderer.set_paper_color(0xffffffff);
+    poppler::image img = renderer.render_page(page.get(), opt_.pdf_dpi, opt_.pdf_dpi);
+    if (!img.is_valid()) throw Error(name, "poppler could not render this page");
+    const int64_t H = img.height(), W = img.width();
+    at::Tensor rgb = at::empty({H, W, 3}, at::kByte);
+    uint8_t* out = rgb.data_ptr<uint8_t>();
+    for (int64_t y = 0; y < H; ++y) {
+      const char* row = img.const_data() + y * img.bytes_per_row();
+      for (int64_t x = 0; x < W; ++x) {
+        uint32_t v;  // 0xAARRGGBB in native byte order; the white paper makes every pixel opaque
+        std::memcpy(&v, row + 4 * x, 4);
+        uint8_t* o = out + (y * W + x) * 3;
+        o[0] = uint8_t(v >> 16), o[1] = uint8_t(v >> 8), o[2] = uint8_t(v);
+      }
+    }
+    return rgb;
+  }
+
+  std::string path_;
+  std::vector<uint8_t> bytes_;  // qpdf and poppler read from this buffer
+  DocumentOptions opt_;
+  QPDF pdf_;
+  std::vector<QPDFPageObjectHelper> pages_;
+  std::unique_ptr<poppler::document> doc_;
+};
+
+}  // namespace
+
+std::unique_ptr<PageSource> open_pdf(const std::string& path, std::vector<uint8_t> bytes, const DocumentOptions& opt) {
+  return std::make_unique<PdfPages>(path, std::move(bytes), opt);
+}
+
+#else
+
+std::unique_ptr<PageSource> open_pdf(const std::string& path, std::vector<uint8_t>, const DocumentOptions&) {
+  throw Error(path, "this build cannot read PDF files (install libqpdf-dev and libpoppler-cpp-dev, then rebuild)");
+}
+
+#endif
+
+}  // namespace io_detail
+}  // namespace diffnet
