@@ -1,0 +1,166 @@
+// The upload page of `diffnet serve` in a real browser: headless Chromium (Debian's chromium-headless-shell)
+// driven over the DevTools protocol on a pipe (no npm package). Checks: an image gives a verdict and an
+// overlay; a PDF gives one tab per page and the tabs switch pages; a bad file replaces the previous result
+// with its error; a server that is down is said so.
+// Usage: node test_web_page.js DIFFNET_CLI DATA_DIR (exit 77 = skipped: no browser).
+'use strict';
+const { spawn } = require('child_process');
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+
+const [cli, dataDirArg] = process.argv.slice(2);
+const dataDir = path.resolve(dataDirArg);  // the browser takes absolute file paths only
+const browserPath = ['/usr/bin/chromium-headless-shell', '/usr/bin/chromium'].find(p => fs.existsSync(p));
+if (!browserPath) {
+  console.log('SKIPPED: no chromium-headless-shell or chromium (apt install chromium-headless-shell)');
+  process.exit(77);
+}
+
+let failures = 0;
+function check(ok, what) {
+  console.log((ok ? 'ok   ' : 'FAIL ') + what);
+  if (!ok) failures++;
+}
+const sleep = (ms) => new Promise(r => setTimeout(r, ms));
+
+// The server on a free port, with random weights (the page is under test, not the model).
+function startServer() {
+  return new Promise((resolve, reject) => {
+    const srv = spawn(cli, ['-t', '1', 'serve', '--port', '0', '--random-weights'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    srv.stderr.on('data', d => {
+      err += d;
+      if (process.env.DIFFNET_WEB_DEBUG) process.stderr.write('[serve] ' + d);
+      const m = err.match(/listening on (http:\/\/[^/ ]+\/)/);
+      if (m) resolve({ srv, url: m[1] });
+    });
+    srv.on('exit', code => reject(new Error('serve exited with ' + code + ': ' + err)));
+    setTimeout(() => reject(new Error('serve did not start: ' + err)), 60000).unref();
+  });
+}
+
+// DevTools protocol over --remote-debugging-pipe: JSON messages separated by NUL, fd 3 in, fd 4 out.
+class Browser {
+  constructor() {
+    this.profile = fs.mkdtempSync(path.join(os.tmpdir(), 'diffnet-web-'));
+    this.proc = spawn(browserPath, ['--headless', '--no-sandbox', '--disable-gpu', '--remote-debugging-pipe',
+                                     '--user-data-dir=' + this.profile, 'about:blank'],
+                      { stdio: ['ignore', 'ignore', 'ignore', 'pipe', 'pipe'], detached: true });  // own group
+    this.next = 1;
+    this.pending = new Map();
+    let buf = '';
+    this.proc.stdio[4].on('data', d => {
+      buf += d.toString('utf8');
+      let i;
+      while ((i = buf.indexOf('\0')) >= 0) {
+        const msg = JSON.parse(buf.slice(0, i));
+        buf = buf.slice(i + 1);
+        const p = msg.id && this.pending.get(msg.id);
+        if (p) {
+          this.pending.delete(msg.id);
+          msg.error ? p.reject(new Error(JSON.stringify(msg.error))) : p.resolve(msg.result);
+        }
+      }
+    });
+  }
+  send(method, params = {}, sessionId = undefined) {
+    const id = this.next++;
+    const msg = { id, method, params };
+    if (sessionId) msg.sessionId = sessionId;
+    this.proc.stdio[3].write(JSON.stringify(msg) + '\0');
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      setTimeout(() => reject(new Error('no answer to ' + method)), 30000).unref();
+    });
+  }
+  async page(url) {
+    const { targetId } = await this.send('Target.createTarget', { url: 'about:blank' });
+    const { sessionId } = await this.send('Target.attachToTarget', { targetId, flatten: true });
+    const s = (m, p) => this.send(m, p, sessionId);
+    await s('Page.enable');
+    await s('Page.navigate', { url });
+    const page = {
+      eval: async (expr) => {
+        const r = await s('Runtime.evaluate', { expression: expr, awaitPromise: true, returnByValue: true });
+        if (r.exceptionDetails) throw new Error(expr + ': ' + JSON.stringify(r.exceptionDetails));
+        return r.result.value;
+      },
+      // Chooses `file` in the form's file input and submits, then waits until the verdict is no longer
+      // "Checking ..." (at most 60 s). Returns the page's state.
+      upload: async (file) => {
+        const { root } = await s('DOM.getDocument', { depth: -1 });
+        const { nodeId } = await s('DOM.querySelector', { nodeId: root.nodeId, selector: '#file' });
+        await s('DOM.setFileInputFiles', { nodeId, files: [file] });
+        await page.eval("document.getElementById('form').requestSubmit()");
+        for (let i = 0; i < 600; i++) {
+          const st = await page.state();
+          if (st.verdict && !st.verdict.startsWith('Checking')) return st;
+          await sleep(100);
+        }
+        return page.state();
+      },
+      state: () => page.eval(`(() => {
+        const $ = (id) => document.getElementById(id);
+        return { verdict: $('verdict').textContent, cls: $('verdict').className,
+                 overlay: !$('overlay').hidden && ($('overlay').getAttribute('src') || '').startsWith('data:image/png;base64,'),
+                 record: !$('record').hidden, legend: !$('legend').hidden,
+                 tabs: Array.from(document.querySelectorAll('#tabs button')).map(b => b.textContent) };
+      })()`),
+    };
+    for (let i = 0; i < 100; i++) {  // wait for the page's script
+      try {
+        if (await page.eval("document.readyState === 'complete' && !!document.getElementById('form')")) break;
+      } catch (e) { /* navigating */ }
+      await sleep(100);
+    }
+    return page;
+  }
+  close() {
+    try { process.kill(-this.proc.pid, 'SIGKILL'); } catch (e) { /* already gone */ }  // its helpers too
+    fs.rmSync(this.profile, { recursive: true, force: true });
+  }
+}
+
+(async () => {
+  const { srv, url } = await startServer();
+  const browser = new Browser();
+  try {
+    const page = await browser.page(url);
+
+    let st = await page.upload(path.join(dataDir, 'io/doc_q80_420.jpg'));
+    check(/^doc_q80_420\.jpg: (tampered|pristine) \(page probability [0-9.]+/.test(st.verdict), 'an image gives its verdict: ' + st.verdict);
+    check(st.cls === 'tampered' || st.cls === 'pristine', 'the verdict is coloured by the decision');
+    check(st.overlay && st.record && st.legend, 'overlay, legend and record are shown');
+    check(st.tabs.length === 0, 'an image has no page tabs');
+
+    st = await page.upload(path.join(dataDir, 'io/scan2.pdf'));
+    check(st.tabs.length === 2 && /^page 1: /.test(st.tabs[0]) && /^page 2: /.test(st.tabs[1]),
+          'a 2-page PDF gives two page tabs: ' + JSON.stringify(st.tabs));
+    check(st.verdict.startsWith('scan2.pdf#1: '), 'the first page is shown first: ' + st.verdict);
+    await page.eval("document.querySelectorAll('#tabs button')[1].click()");
+    st = await page.state();
+    check(st.verdict.startsWith('scan2.pdf#2: ') && st.overlay, 'the second tab shows page 2: ' + st.verdict);
+
+    st = await page.upload(path.join(dataDir, 'io/README.md'));
+    check(st.cls === 'error' && /^Error: .*README\.md/.test(st.verdict), 'a bad file shows its error: ' + st.verdict);
+    check(!st.overlay && !st.record && !st.legend && st.tabs.length === 0, 'the error replaces the previous result');
+
+    srv.kill('SIGTERM');
+    await new Promise(r => srv.on('exit', r));
+    st = await page.upload(path.join(dataDir, 'io/doc_q80_420.jpg'));
+    check(st.cls === 'error' && st.verdict.includes('did not answer'), 'a server that is down is said so: ' + st.verdict);
+  } finally {
+    browser.close();
+    srv.kill('SIGKILL');
+  }
+  if (failures) {
+    console.log(failures + ' check(s) failed');
+    process.exit(1);
+  }
+  console.log('all checks passed');
+  process.exit(0);  // the browser's pipes must not keep Node alive
+})().catch(e => {
+  console.log('FAIL ' + e.stack);
+  process.exit(1);
+});
