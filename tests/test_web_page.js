@@ -2,6 +2,8 @@
 // driven over the DevTools protocol on a pipe (no npm package). Checks: an image gives a verdict and an
 // overlay; a PDF gives one tab per page and the tabs switch pages; a bad file replaces the previous result
 // with its error; a server that is down is said so.
+// Several files at once form a queue checked in order; the opacity slider, the JSON download and the
+// region list work.
 // Usage: node test_web_page.js DIFFNET_CLI DATA_DIR (exit 77 = skipped: no browser).
 'use strict';
 const { spawn } = require('child_process');
@@ -81,6 +83,8 @@ class Browser {
     await s('Page.enable');
     await s('Page.navigate', { url });
     const page = {
+      // A PNG of the page (DIFFNET_WEB_SHOT=FILE.png saves one after the PDF upload, to look at).
+      shot: async (file) => fs.writeFileSync(file, Buffer.from((await s('Page.captureScreenshot', { format: 'png' })).data, 'base64')),
       eval: async (expr) => {
         const r = await s('Runtime.evaluate', { expression: expr, awaitPromise: true, returnByValue: true });
         if (r.exceptionDetails) throw new Error(expr + ': ' + JSON.stringify(r.exceptionDetails));
@@ -88,14 +92,16 @@ class Browser {
       },
       // Chooses `file` in the form's file input and submits, then waits until the verdict is no longer
       // "Checking ..." (at most 60 s). Returns the page's state.
-      upload: async (file) => {
+      // Chooses `files` (one path or several) and submits; waits until every file of the queue is checked
+      // (at most 60 s). Returns the page's state (what is on screen: the first file of this upload).
+      upload: async (files) => {
         const { root } = await s('DOM.getDocument', { depth: -1 });
         const { nodeId } = await s('DOM.querySelector', { nodeId: root.nodeId, selector: '#file' });
-        await s('DOM.setFileInputFiles', { nodeId, files: [file] });
+        await s('DOM.setFileInputFiles', { nodeId, files: [].concat(files) });
         await page.eval("document.getElementById('form').requestSubmit()");
         for (let i = 0; i < 600; i++) {
           const st = await page.state();
-          if (st.verdict && !st.verdict.startsWith('Checking')) return st;
+          if (st.queue.length && st.queue.every(q => !/ - (waiting|checking)$/.test(q)) && !st.verdict.endsWith(' ...')) return st;
           await sleep(100);
         }
         return page.state();
@@ -103,9 +109,13 @@ class Browser {
       state: () => page.eval(`(() => {
         const $ = (id) => document.getElementById(id);
         return { verdict: $('verdict').textContent, cls: $('verdict').className,
-                 overlay: !$('overlay').hidden && ($('overlay').getAttribute('src') || '').startsWith('data:image/png;base64,'),
+                 overlay: !$('view').hidden && ($('overlay').getAttribute('src') || '').startsWith('data:image/png;base64,'),
+                 original: $('original').getAttribute('src') || '',
                  record: !$('record').hidden, legend: !$('legend').hidden,
-                 tabs: Array.from(document.querySelectorAll('#tabs button')).map(b => b.textContent) };
+                 tabs: Array.from(document.querySelectorAll('#tabs button')).map(b => b.textContent),
+                 queue: Array.from(document.querySelectorAll('#queue li')).map(li => li.textContent),
+                 regions: document.querySelectorAll('#regions tbody tr').length,
+                 download: $('download').getAttribute('href') || '' };
       })()`),
     };
     for (let i = 0; i < 100; i++) {  // wait for the page's script
@@ -132,17 +142,35 @@ class Browser {
     check(/^doc_q80_420\.jpg: (tampered|pristine) \(page probability [0-9.]+/.test(st.verdict), 'an image gives its verdict: ' + st.verdict);
     check(st.cls === 'tampered' || st.cls === 'pristine', 'the verdict is coloured by the decision');
     check(st.overlay && st.record && st.legend, 'overlay, legend and record are shown');
+    check(st.original.startsWith('blob:'), 'the uploaded image itself lies under the overlay');
     check(st.tabs.length === 0, 'an image has no page tabs');
+    check(st.download.startsWith('blob:'), 'the JSON can be downloaded');
+    const opacity = await page.eval(`(() => { const o = document.getElementById('opacity'); o.value = 30;
+      o.dispatchEvent(new Event('input')); return document.getElementById('overlay').style.opacity; })()`);
+    check(opacity === '0.3', 'the slider sets the overlay opacity: ' + opacity);
+    if (st.regions > 0) {
+      const mark = await page.eval(`(() => { document.querySelector('#regions tbody tr').click();
+        return !document.getElementById('mark').hidden; })()`);
+      check(mark, 'clicking a region outlines it');
+    }
 
     st = await page.upload(path.join(dataDir, 'io/scan2.pdf'));
+    check(st.queue.length === 2 && /^scan2\.pdf - 2 pages, /.test(st.queue[1]), 'the PDF joins the queue: ' + JSON.stringify(st.queue));
     check(st.tabs.length === 2 && /^page 1: /.test(st.tabs[0]) && /^page 2: /.test(st.tabs[1]),
           'a 2-page PDF gives two page tabs: ' + JSON.stringify(st.tabs));
     check(st.verdict.startsWith('scan2.pdf#1: '), 'the first page is shown first: ' + st.verdict);
+    check(st.original.startsWith('data:image/png;base64,'), "a PDF page's own pixels lie under the overlay");
+    if (process.env.DIFFNET_WEB_SHOT) await page.shot(process.env.DIFFNET_WEB_SHOT);
     await page.eval("document.querySelectorAll('#tabs button')[1].click()");
     st = await page.state();
     check(st.verdict.startsWith('scan2.pdf#2: ') && st.overlay, 'the second tab shows page 2: ' + st.verdict);
+    await page.eval("document.querySelectorAll('#queue li')[0].click()");
+    st = await page.state();
+    check(st.verdict.startsWith('doc_q80_420.jpg: ') && st.tabs.length === 0, 'the queue switches back to the first file');
 
-    st = await page.upload(path.join(dataDir, 'io/README.md'));
+    st = await page.upload([path.join(dataDir, 'io/README.md'), path.join(dataDir, 'io/doc_q90_444.jpg')]);
+    check(st.queue.length === 4 && / - done$/.test(st.queue[3]) === false && /doc_q90_444\.jpg - (tampered|pristine)/.test(st.queue[3]),
+          'two files at once are both checked: ' + JSON.stringify(st.queue));
     check(st.cls === 'error' && /^Error: .*README\.md/.test(st.verdict), 'a bad file shows its error: ' + st.verdict);
     check(!st.overlay && !st.record && !st.legend && st.tabs.length === 0, 'the error replaces the previous result');
 

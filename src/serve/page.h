@@ -1,5 +1,6 @@
-// The HTML page served at GET / by `diffnet serve`: upload an image, a PDF or a TIFF, see each page's
-// overlay, verdict, regions and record (pages of a document as tabs).
+// The HTML page served at GET / by `diffnet serve`: a queue of uploaded files (images, PDFs, TIFFs; pick or
+// drop several), and for the chosen file/page its verdict, the page under the overlay with an opacity
+// slider and zoom, the legend, the region list (click: scroll to the region) and the JSON to download.
 #pragma once
 
 namespace diffnet::serve {
@@ -10,48 +11,78 @@ inline constexpr const char* kIndexPage = R"HTML(<!doctype html>
 <meta charset="utf-8">
 <title>DiffNet: document tampering check</title>
 <style>
-  body { font-family: sans-serif; margin: 2em; max-width: 70em; }
-  #verdict { font-size: 1.4em; margin: 0.6em 0; }
-  .tampered { color: #b00; } .pristine { color: #070; }
-  img { max-width: 100%; border: 1px solid #ccc; }
-  pre { background: #f4f4f4; padding: 0.8em; overflow: auto; max-height: 20em; }
+  body { font-family: sans-serif; margin: 1.5em; max-width: 90em; }
+  #drop { border: 2px dashed #999; padding: 1em; margin: 0.6em 0; color: #444; }
+  #drop.over { border-color: #06f; background: #eef4ff; }
+  #queue { list-style: none; padding: 0; margin: 0.4em 0; }
+  #queue li { padding: 0.2em 0.4em; cursor: pointer; } #queue li.on { background: #e8e8e8; font-weight: bold; }
+  #verdict { font-size: 1.3em; margin: 0.6em 0; }
+  .tampered { color: #b00; } .pristine { color: #070; } .error { color: #b00; } .waiting, .checking { color: #666; }
+  #tabs button { margin: 0 0.3em 0.4em 0; } #tabs button.on { font-weight: bold; border-width: 2px; }
+  #controls { display: flex; gap: 1.2em; align-items: center; margin: 0.4em 0; font-size: 0.9em; }
+  #view { position: relative; overflow: auto; max-height: 75vh; border: 1px solid #ccc; }
+  #stack { position: relative; display: inline-block; }
+  #stack img { display: block; } #overlay { position: absolute; left: 0; top: 0; }
   #legend { display: flex; align-items: center; gap: 0.6em; margin: 0.4em 0; font-size: 0.9em; }
   #ramp { width: 14em; height: 0.9em; border: 1px solid #999;
           background: linear-gradient(to right, rgba(255,190,0,0.35), rgba(225,0,0,0.8)); }
   .box { display: inline-block; width: 1.2em; height: 0.8em; border: 3px solid rgb(0,110,255); }
+  #mark { position: absolute; border: 3px dashed #06f; pointer-events: none; }
   table { border-collapse: collapse; } td, th { padding: 0.2em 0.8em; text-align: right; }
+  #regions tbody tr { cursor: pointer; } #regions tbody tr:hover { background: #eef4ff; }
+  pre { background: #f4f4f4; padding: 0.8em; overflow: auto; max-height: 20em; }
   .note { color: #555; font-size: 0.9em; }
-  #tabs button { margin: 0 0.3em 0.4em 0; } #tabs button.on { font-weight: bold; border-width: 2px; }
-  .error { color: #b00; }
 </style>
 </head>
 <body>
 <h1>DiffNet: document tampering check</h1>
-<p>Choose a JPEG, PNG, PDF or TIFF document (each page of a PDF or TIFF is checked). The overlay leaves the page as it is wherever the model is not
-confident; where the tampering probability p reaches the threshold it is coloured from amber to red,
-and every detected region gets a blue box labelled with its peak probability.</p>
+<p>Choose or drop JPEG, PNG, PDF or TIFF documents (every page of a PDF or TIFF is checked). The overlay
+leaves the page as it is wherever the model is not confident; where the tampering probability p reaches
+the threshold it is coloured from amber to red, and every detected region gets a blue box labelled with
+its peak probability.</p>
 <form id="form">
-  <input type="file" id="file" accept="image/jpeg,image/png,application/pdf,image/tiff,.pdf,.tif,.tiff" required>
+  <input type="file" id="file" multiple accept="image/jpeg,image/png,application/pdf,image/tiff,.pdf,.tif,.tiff" required>
   <button type="submit">Check</button>
 </form>
+<div id="drop">Drop files here</div>
+<ul id="queue"></ul>
 <div id="tabs"></div>
 <div id="verdict"></div>
 <div id="scorenote" class="note"></div>
 <div id="legend" hidden><span>tampering p:</span><span id="lo">0.50</span><span id="ramp"></span><span>1.00</span>
   <span class="box"></span><span>region (label = peak p)</span></div>
-<img id="overlay" alt="" hidden>
+<div id="controls" hidden>
+  <label>overlay <input type="range" id="opacity" min="0" max="100" value="100"></label>
+  <label>zoom <select id="zoom"><option value="fit">fit</option><option value="1">100 %</option>
+    <option value="2">200 %</option><option value="4">400 %</option></select></label>
+  <a id="download" download="diffnet.json" href="#">download the JSON</a>
+</div>
+<div id="view" hidden><div id="stack"><img id="original" alt=""><img id="overlay" alt=""><div id="mark" hidden></div></div></div>
 <table id="regions" hidden><thead><tr><th>#</th><th>x</th><th>y</th><th>w</th><th>h</th><th>peak p</th><th>mean p</th></tr></thead><tbody></tbody></table>
 <pre id="record" hidden></pre>
 <script>
 const $ = (id) => document.getElementById(id);
-// Clears every result of the previous upload, so an error never sits above a stale overlay.
+const jobs = [];   // {file, li, status, body (server answer), pages, url (original image), error}
+let shown = null;  // the job on screen
+let running = false;
+
+// Clears every result on screen, so an error never sits above a stale overlay.
 function clearResult() {
   $('tabs').innerHTML = ''; $('scorenote').textContent = ''; $('legend').hidden = true;
-  $('overlay').hidden = true; $('overlay').removeAttribute('src'); $('regions').hidden = true;
-  document.querySelector('#regions tbody').innerHTML = ''; $('record').hidden = true;
+  $('controls').hidden = true; $('view').hidden = true; $('mark').hidden = true;
+  $('overlay').removeAttribute('src'); $('original').removeAttribute('src');
+  $('regions').hidden = true; document.querySelector('#regions tbody').innerHTML = ''; $('record').hidden = true;
 }
 function showError(text) { clearResult(); $('verdict').textContent = text; $('verdict').className = 'error'; }
-function showPage(rec) {
+
+function applyZoom() {
+  const z = $('zoom').value, w = $('overlay').naturalWidth;
+  const width = z === 'fit' ? Math.min(w, $('view').clientWidth || w) : w * Number(z);
+  $('original').style.width = $('overlay').style.width = width + 'px';
+  return width / (w || 1);
+}
+
+function showPage(job, rec) {
   const verdict = $('verdict');
   verdict.textContent = rec.file + ': ' + rec.decision + ' (page probability ' + rec.image_score.toFixed(3) + ', ' +
                         rec.regions.length + ' region(s), ' + Math.round(rec.timings_ms.total) + ' ms)';
@@ -61,40 +92,48 @@ function showPage(rec) {
       : 'Uncalibrated score (these weights carry no calibration): rank pages by it, do not read it as a probability.';
   $('lo').textContent = rec.threshold.toFixed(2);
   $('legend').hidden = false;
+  $('controls').hidden = false;
+  $('view').hidden = false;
+  $('mark').hidden = true;
+  // The page itself under the overlay: the server's rendering for a PDF/TIFF page, else the file.
+  $('original').src = rec.maps.image_png ? 'data:image/png;base64,' + rec.maps.image_png : job.url;
+  $('overlay').onload = applyZoom;
+  $('overlay').src = 'data:image/png;base64,' + rec.maps.overlay_png;
+  $('overlay').style.opacity = $('opacity').value / 100;
   const tbody = document.querySelector('#regions tbody');
   tbody.innerHTML = '';
-  rec.regions.slice(0, 50).forEach((r, i) => {
+  rec.regions.slice(0, 100).forEach((r, i) => {
     const tr = document.createElement('tr');
     [i + 1, r.bbox[0], r.bbox[1], r.bbox[2], r.bbox[3], r.peak.toFixed(2), r.mean.toFixed(2)].forEach(v => {
       const td = document.createElement('td'); td.textContent = v; tr.appendChild(td);
     });
+    tr.addEventListener('click', () => {  // outline the region and scroll it into the middle of the view
+      const s = applyZoom(), m = $('mark'), [x, y, w, h] = r.bbox;
+      Object.assign(m.style, {left: x * s - 3 + 'px', top: y * s - 3 + 'px', width: w * s + 'px', height: h * s + 'px'});
+      m.hidden = false;
+      $('view').scrollLeft = x * s - $('view').clientWidth / 2;
+      $('view').scrollTop = y * s - $('view').clientHeight / 2;
+    });
     tbody.appendChild(tr);
   });
   $('regions').hidden = rec.regions.length === 0;
-  const img = $('overlay');
-  img.src = 'data:image/png;base64,' + rec.maps.overlay_png;
-  img.hidden = false;
-  const shown = Object.assign({}, rec);
-  delete shown.maps;
-  $('record').textContent = JSON.stringify(shown, null, 2);
+  const plain = Object.assign({}, rec);
+  delete plain.maps;
+  $('record').textContent = JSON.stringify(plain, null, 2);
   $('record').hidden = false;
 }
-$('form').addEventListener('submit', async (ev) => {
-  ev.preventDefault();
-  const file = $('file').files[0];
-  if (!file) return;
+
+function showJob(job) {
+  shown = job;
+  document.querySelectorAll('#queue li').forEach(li => li.classList.toggle('on', li === job.li));
   clearResult();
-  $('verdict').textContent = 'Checking ' + file.name + ' ...';
-  $('verdict').className = '';
-  let res, body;
-  try {
-    res = await fetch('/predict?maps=1&name=' + encodeURIComponent(file.name), {method: 'POST', body: file});
-  } catch (e) {
-    return showError('The server did not answer (is diffnet serve running?): ' + e.message);
-  }
-  try { body = await res.json(); } catch (e) { return showError('Error: HTTP ' + res.status + ' without a JSON body'); }
-  if (!res.ok) return showError('Error: ' + (body.error || ('HTTP ' + res.status)));
-  const pages = body.pages || [body];  // a PDF/TIFF answers {file, page_count, pages: [...]}
+  if (job.status === 'error') return showError(job.error);
+  if (job.status !== 'done') { $('verdict').textContent = job.file.name + ': ' + job.status + ' ...'; $('verdict').className = ''; return; }
+  const pages = job.pages;
+  const json = pages.map(r => { const c = Object.assign({}, r); delete c.maps; return c; });
+  $('download').href = URL.createObjectURL(new Blob([JSON.stringify(json.length === 1 ? json[0] : json, null, 2)],
+                                                    {type: 'application/json'}));
+  $('download').download = job.file.name + '.diffnet.json';
   if (pages.length > 1) {
     pages.forEach((rec, i) => {
       const b = document.createElement('button');
@@ -104,14 +143,73 @@ $('form').addEventListener('submit', async (ev) => {
       b.addEventListener('click', () => {
         document.querySelectorAll('#tabs button').forEach(x => x.classList.remove('on'));
         b.classList.add('on');
-        showPage(rec);
+        showPage(job, rec);
       });
       $('tabs').appendChild(b);
     });
     $('tabs').firstChild.classList.add('on');
   }
-  showPage(pages[0]);
-});
+  showPage(job, pages[0]);
+}
+
+function setStatus(job, status, detail) {
+  job.status = status;
+  job.li.className = (job === shown ? 'on ' : '') + status;
+  job.li.textContent = job.file.name + ' - ' + (detail || status);
+  if (job === shown || (!shown && status !== 'waiting')) showJob(job);
+}
+
+async function check(job) {
+  setStatus(job, 'checking');
+  let res, body;
+  try {
+    res = await fetch('/predict?maps=1&name=' + encodeURIComponent(job.file.name), {method: 'POST', body: job.file});
+  } catch (e) {
+    job.error = 'The server did not answer (is diffnet serve running?): ' + e.message;
+    return setStatus(job, 'error', 'error: the server did not answer');
+  }
+  try { body = await res.json(); } catch (e) { body = {error: 'HTTP ' + res.status + ' without a JSON body'}; }
+  if (!res.ok) {
+    job.error = 'Error: ' + (body.error || ('HTTP ' + res.status));
+    return setStatus(job, 'error', job.error);
+  }
+  job.pages = body.pages || [body];  // a PDF/TIFF answers {file, page_count, pages: [...]}
+  const worst = job.pages.reduce((a, r) => Math.max(a, r.image_score), 0);
+  const flagged = job.pages.filter(r => r.decision === 'tampered').length;
+  setStatus(job, 'done', (job.pages.length > 1 ? job.pages.length + ' pages, ' + flagged + ' tampered, ' : '') +
+                         (flagged ? 'tampered' : 'pristine') + ' ' + worst.toFixed(2));
+}
+
+// Files are checked one after another, in the order they were added.
+async function drain() {
+  if (running) return;
+  running = true;
+  for (let job; (job = jobs.find(j => j.status === 'waiting'));) await check(job);
+  running = false;
+}
+
+function add(files) {
+  let first = null;
+  for (const file of files) {
+    const li = document.createElement('li');
+    const job = {file, li, status: 'waiting', url: URL.createObjectURL(file)};
+    li.addEventListener('click', () => showJob(job));
+    $('queue').appendChild(li);
+    jobs.push(job);
+    setStatus(job, 'waiting');
+    first = first || job;
+  }
+  if (first) showJob(first);
+  drain();
+}
+
+$('form').addEventListener('submit', (ev) => { ev.preventDefault(); add($('file').files); });
+const drop = $('drop');
+drop.addEventListener('dragover', (ev) => { ev.preventDefault(); drop.classList.add('over'); });
+drop.addEventListener('dragleave', () => drop.classList.remove('over'));
+drop.addEventListener('drop', (ev) => { ev.preventDefault(); drop.classList.remove('over'); add(ev.dataTransfer.files); });
+$('opacity').addEventListener('input', () => { $('overlay').style.opacity = $('opacity').value / 100; });
+$('zoom').addEventListener('change', applyZoom);
 </script>
 </body>
 </html>

@@ -127,10 +127,12 @@ struct Server::Impl {
     }
   }
 
-  // Runs one page in a slot admitted for `pixels`; fills `record` (with maps when asked). Returns 0, or
-  // 503 after answering `res` when no slot was granted.
+  // Runs one page in a slot admitted for `pixels`; fills `record` (with maps when asked, and with the
+  // page's own pixels as "image_png" when `with_image`: a browser cannot show a PDF or TIFF page). Returns
+  // 0, or 503 after answering `res` when no slot was granted.
   int run_page(int64_t pixels, std::chrono::steady_clock::time_point deadline, httplib::Response& res,
-               const std::function<Prediction(Predictor&)>& predict, bool maps, nlohmann::json& record) {
+               const std::function<Prediction(Predictor&)>& predict, bool maps, nlohmann::json& record,
+               bool with_image = false) {
     const serve::Admission::Ticket ticket = admission.acquire(pixels, deadline);
     if (ticket.outcome != serve::Admission::Outcome::kRun) {
       busy(res, ticket);
@@ -149,6 +151,7 @@ struct Server::Impl {
       ov.floor = predictor.options().threshold;
       record["maps"] = {{"prob_png", base64_encode(encode_png(prob_to_u8(p.prob)))},
                         {"overlay_png", base64_encode(encode_png(render_overlay(p.rgb, p.prob, p.regions, ov)))}};
+      if (with_image) record["maps"]["image_png"] = base64_encode(encode_png(p.rgb));
     }
     return 0;
   }
@@ -173,7 +176,8 @@ struct Server::Impl {
           pixels = info.width * info.height;
         }
         nlohmann::json record;
-        if (run_page(pixels, deadline, res, [&](Predictor& p) { return p.predict_page(page); }, pr.maps, record) != 0)
+        if (run_page(pixels, deadline, res, [&](Predictor& p) { return p.predict_page(page); }, pr.maps, record,
+                     /*with_image=*/true) != 0)
           return;
         mean_inference_s = 0.8 * mean_inference_s.load() + 0.2 * (now_seconds() - t0);
         pages.push_back(std::move(record));
