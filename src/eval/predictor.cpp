@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <dlfcn.h>
+
 #include <filesystem>
 
 #include "diffnet/common.h"
@@ -21,6 +23,8 @@ namespace diffnet {
 constexpr int64_t kDefaultWindow = 512;
 constexpr int64_t kMaxTrainSize = 4096;  // larger windows are not a training size anyone uses
 
+// Beyond predict.h's list: inside a shared object (the Python module), <prefix>/share/diffnet/weights/ for
+// each of the 4 folders above it, after the executable's own prefix.
 std::vector<std::string> default_weights_candidates() {
   if (const char* env = std::getenv("DIFFNET_WEIGHTS"); env && *env) return {env};
   std::vector<std::string> c;
@@ -28,6 +32,16 @@ std::vector<std::string> default_weights_candidates() {
   const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (!ec && exe.has_parent_path())  // installed: <prefix>/bin/diffnet -> <prefix>/share/diffnet/weights/
     c.push_back((exe.parent_path().parent_path() / "share/diffnet/weights/diffnet-atto.safetensors").string());
+  // This code inside a shared object (the Python module, <prefix>/lib/python3.X/dist-packages/diffnet*.so):
+  // the prefix is a few folders up from it.
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&default_weights_candidates), &info) && info.dli_fname &&
+      std::string(info.dli_fname).find(".so") != std::string::npos) {
+    std::filesystem::path dir = std::filesystem::absolute(info.dli_fname, ec).parent_path();
+    if (!ec && dir != exe.parent_path())
+      for (int up = 0; up < 4 && dir.has_parent_path() && dir != dir.root_path(); ++up, dir = dir.parent_path())
+        c.push_back((dir / "share/diffnet/weights/diffnet-atto.safetensors").string());
+  }
   c.push_back(std::string(DIFFNET_SOURCE_DIR) + "/weights/diffnet-atto.safetensors");  // the build tree's
   return c;
 }

@@ -1,0 +1,118 @@
+// The `diffnet` Python module (pybind11): the C++ Predictor behind a small API.
+//   import diffnet
+//   p = diffnet.Predictor(weights=None, threshold=0.5, pdf_dpi=200)
+//   r = p.predict("scan.jpg")          # or a uint8 numpy array (H, W, 3) RGB
+//   r["image_score"], r["decision"], r["regions"], r["prob"]   # prob: float32 numpy (H, W)
+// A PDF/TIFF gives {"file", "page_count", "pages": [record per page]} as `diffnet serve` does. Records are
+// `diffnet predict --json`'s (docs/eval.md). Errors raise RuntimeError with the one-line message.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <ATen/ATen.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "diffnet/common.h"
+#include "diffnet/document.h"
+#include "diffnet/predict.h"
+
+namespace py = pybind11;
+using namespace diffnet;
+
+namespace {
+
+// A JSON value as Python objects (through the json module: exact for every JSON type).
+py::object to_python(const nlohmann::json& j) { return py::module_::import("json").attr("loads")(j.dump()); }
+
+py::array_t<float> to_numpy(const at::Tensor& prob) {
+  at::Tensor p = prob.to(at::kFloat).contiguous();
+  py::array_t<float> out({p.size(0), p.size(1)});
+  std::memcpy(out.mutable_data(), p.data_ptr<float>(), size_t(p.numel()) * sizeof(float));
+  return out;
+}
+
+class PyPredictor {
+ public:
+  PyPredictor(const std::string& weights, double threshold, double pdf_dpi, int64_t max_pages, int64_t batch)
+      : opt_([&] {
+          PredictOptions o;
+          o.threshold = threshold;
+          o.batch = batch;
+          return o;
+        }()),
+        predictor_(load_weights(weights), opt_) {
+    docs_.pdf_dpi = pdf_dpi;
+    docs_.max_pages = max_pages;
+  }
+
+  py::object predict(const py::object& input) {
+    if (py::isinstance<py::array>(input)) return predict_array(input.cast<py::array>());
+    if (!py::isinstance<py::str>(input) && !py::hasattr(input, "__fspath__"))
+      throw py::type_error("predict() takes a file path or a uint8 numpy array (H, W, 3)");
+    const std::string path = py::str(py::module_::import("os").attr("fspath")(input));
+    std::unique_ptr<DocumentReader> doc;
+    std::vector<Prediction> pages;
+    {
+      py::gil_scoped_release no_gil;  // inference does not touch Python objects
+      doc = std::make_unique<DocumentReader>(path, docs_);
+      for (int64_t i = 0; i < doc->pages(); ++i) pages.push_back(predictor_.predict_page(doc->page(i)));
+    }
+    if (doc->format() == "image") return record(pages.front());
+    py::list out;
+    for (const Prediction& p : pages) out.append(record(p));
+    py::dict d;
+    d["file"] = path;
+    d["page_count"] = doc->pages();
+    d["pages"] = out;
+    return std::move(d);
+  }
+
+  double window() const { return double(predictor_.window()); }
+  std::string weights() const { return predictor_.model().source; }
+  bool calibrated() const { return predictor_.model().calibration.has_value(); }
+
+ private:
+  py::object predict_array(py::array a) {
+    if (!a.dtype().is(py::dtype::of<uint8_t>()) || a.ndim() != 3 || a.shape(2) != 3)
+      throw py::value_error("the array must be uint8 with shape (H, W, 3), RGB");
+    auto c = py::array_t<uint8_t, py::array::c_style | py::array::forcecast>::ensure(a);
+    at::Tensor rgb = at::empty({int64_t(c.shape(0)), int64_t(c.shape(1)), 3}, at::kByte);
+    std::memcpy(rgb.data_ptr<uint8_t>(), c.data(), size_t(rgb.numel()));
+    Prediction p;
+    {
+      py::gil_scoped_release no_gil;
+      p = predictor_.predict_rgb(rgb, {}, "array");
+    }
+    return record(p);
+  }
+
+  py::dict record(const Prediction& p) {
+    py::dict d = to_python(prediction_to_json(p, opt_.threshold)).cast<py::dict>();
+    d["prob"] = to_numpy(p.prob);
+    return d;
+  }
+
+  PredictOptions opt_;
+  Predictor predictor_;
+  DocumentOptions docs_;
+};
+
+}  // namespace
+
+PYBIND11_MODULE(diffnet, m) {
+  m.doc() = "DiffNet document tampering localisation (the C++ implementation's Predictor)";
+  py::register_exception<Error>(m, "Error", PyExc_RuntimeError);
+  py::class_<PyPredictor>(m, "Predictor")
+      .def(py::init<const std::string&, double, double, int64_t, int64_t>(), py::arg("weights") = "",
+           py::arg("threshold") = 0.5, py::arg("pdf_dpi") = 200.0, py::arg("max_pages") = 500, py::arg("batch") = 2,
+           "Loads weights (default: the shipped model, found as `diffnet predict` finds it).")
+      .def("predict", &PyPredictor::predict, py::arg("input"),
+           "Record of an image file or uint8 (H, W, 3) RGB array, with 'prob' as a float32 (H, W) array; a "
+           "PDF/TIFF gives {'file', 'page_count', 'pages': [records]}.")
+      .def_property_readonly("window", &PyPredictor::window)
+      .def_property_readonly("weights", &PyPredictor::weights)
+      .def_property_readonly("calibrated", &PyPredictor::calibrated);
+}
