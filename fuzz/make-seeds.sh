@@ -6,7 +6,7 @@ set -euo pipefail
 IO=tests/data/io
 C=fuzz/corpus
 rm -rf "$C"
-mkdir -p $C/{image,coefficients,safetensors,list_file,lmdb_record,serve_request}
+mkdir -p $C/{image,coefficients,safetensors,list_file,lmdb_record,serve_request,document}
 for f in small_420 small_444 small_gray small_prog tiny_q10 tiny_q97 cmyk; do cp $IO/$f.jpg $C/image/; done
 for f in small gray mono palette_trns rgba la16 grad16 interlaced; do cp $IO/$f.png $C/image/; done
 cjpeg -quality 80 -restart 1 -outfile $C/image/restart.jpg $IO/small.ppm
@@ -49,4 +49,7 @@ w("serve_request/multipart-nofile", req(1, parts=[(b"image", b"a.jpg", small)]))
 w("serve_request/bad-utf8-name", req(2, b"\xff\xfe.jpg", b"", small))
 w("serve_request/empty", req(0))
 PY
+# document: the PDF/TIFF fixtures of the io tests (tests/data/io/README.md) and a truncated PDF
+for f in scan2.pdf pages.tif png.pdf encrypted.pdf; do cp $IO/$f $C/document/; done
+head -c 3000 $IO/scan2.pdf > $C/document/cut.pdf
 echo "seeds: $(find $C -type f | wc -l) files, $(du -sb $C | cut -f1) bytes"

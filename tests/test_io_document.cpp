@@ -142,4 +142,5 @@ TEST(Documents, BadFilesAreOneLineErrors) {
       },
       "cut.tif", "");
   expect_error([] { DocumentReader d(io("no-such-file.pdf")); }, "no-such-file.pdf", "cannot open");
+  expect_error([] { DocumentReader d(std::vector<uint8_t>{}, "empty.pdf"); }, "empty.pdf", "the file is empty");
 }

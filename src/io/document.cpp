@@ -30,6 +30,7 @@ DocumentReader::DocumentReader(std::vector<uint8_t> bytes, const std::string& na
     : impl_(std::make_unique<Impl>()) {
   impl_->path = name;
   if (opt.max_pages < 1) throw Error("max_pages", "must be >= 1");
+  if (bytes.empty()) throw Error(name, "the file is empty");
   const std::vector<uint8_t> head(bytes.begin(), bytes.begin() + std::min<size_t>(bytes.size(), 1024));
   // A PDF may have bytes before its header (readers accept "%PDF-" within the first 1 KiB).
   const char* pdf_magic = "%PDF-";

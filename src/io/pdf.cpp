@@ -112,12 +112,16 @@ class PdfPages final : public PageSource {
 
   at::Tensor render(int64_t index, const std::string& name) {
     if (!doc_) {
+      // Kept only once usable: a locked document (poppler holds no catalog then) must never be asked for
+      // a page, also not on the next call after this one threw (found by fuzz_document).
       poppler::set_debug_error_function(quiet_poppler, nullptr);
-      doc_.reset(poppler::document::load_from_raw_data(reinterpret_cast<const char*>(bytes_.data()),
-                                                       int(std::min<size_t>(bytes_.size(), INT32_MAX))));
-      if (!doc_) throw Error(path_, "poppler cannot open this PDF to render its pages");
-      if (doc_->is_locked()) throw Error(path_, "the PDF is encrypted: a password is needed to render it");
+      std::unique_ptr<poppler::document> doc(poppler::document::load_from_raw_data(
+          reinterpret_cast<const char*>(bytes_.data()), int(std::min<size_t>(bytes_.size(), INT32_MAX))));
+      if (!doc) throw Error(path_, "poppler cannot open this PDF to render its pages");
+      if (doc->is_locked()) throw Error(path_, "the PDF is encrypted: a password is needed to render it");
+      doc_ = std::move(doc);
     }
+    if (index >= doc_->pages()) throw Error(name, "poppler finds only " + std::to_string(doc_->pages()) + " page(s)");
     std::unique_ptr<poppler::page> page(doc_->create_page(int(index)));
     if (!page) throw Error(name, "poppler cannot read this page");
     const poppler::rectf box = page->page_rect(poppler::crop_box);
