@@ -54,15 +54,22 @@ class PyPredictor {
       throw py::type_error("predict() takes a file path or a uint8 numpy array (H, W, 3)");
     const std::string path = py::str(py::module_::import("os").attr("fspath")(input));
     std::unique_ptr<DocumentReader> doc;
-    std::vector<Prediction> pages;
     {
-      py::gil_scoped_release no_gil;  // inference does not touch Python objects
+      py::gil_scoped_release no_gil;  // reading and inference do not touch Python objects
       doc = std::make_unique<DocumentReader>(path, docs_);
-      for (int64_t i = 0; i < doc->pages(); ++i) pages.push_back(predictor_.predict_page(doc->page(i)));
     }
-    if (doc->format() == "image") return record(pages.front());
+    // One page at a time: each page's pixels are let go once its record is made.
+    auto page = [&](int64_t i) {
+      Prediction p;
+      {
+        py::gil_scoped_release no_gil;
+        p = predictor_.predict_page(doc->page(i));
+      }
+      return record(p);
+    };
+    if (doc->format() == "image") return page(0);
     py::list out;
-    for (const Prediction& p : pages) out.append(record(p));
+    for (int64_t i = 0; i < doc->pages(); ++i) out.append(page(i));
     py::dict d;
     d["file"] = path;
     d["page_count"] = doc->pages();

@@ -295,6 +295,10 @@ TEST(EvalPredict, WriterReplacesRecordsAndLeavesNothingHalfWritten) {
     }
     EXPECT_EQ(w.base_name("x/a.png"), "a.png") << "stem taken: the file name";
     EXPECT_EQ(w.base_name("y/a.png"), "a.png_2");
+    // Pages get "-pN"; a '#' in a plain file's name is part of its name.
+    EXPECT_EQ(w.base_name("d/scan.pdf", 3), "scan-p3");
+    EXPECT_EQ(w.base_name("e/scan.pdf", 3), "scan.pdf-p3");
+    EXPECT_EQ(w.base_name("d/memo#2.png"), "memo#2");
   }
   auto records = [&] {
     std::vector<nlohmann::json> out;

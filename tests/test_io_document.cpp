@@ -110,6 +110,15 @@ TEST(Documents, PlainImagesAreOnePageOfBytes) {
   EXPECT_EQ(pg.page, 0);
   EXPECT_EQ(pg.name, io("doc_q80_420.jpg"));
   EXPECT_TRUE(pg.encoded == read_file(io("doc_q80_420.jpg")));
+  // The sniff DocumentReader and the service share: by bytes, not by name.
+  auto sniff = [](const std::vector<uint8_t>& b) { return sniff_document_format(b.data(), b.size()); };
+  EXPECT_EQ(sniff(read_file(io("scan2.pdf"))), "pdf");
+  EXPECT_EQ(sniff(read_file(io("pages.tif"))), "tiff");
+  EXPECT_EQ(sniff(read_file(io("doc_q80_420.jpg"))), "image");
+  const std::string junk_pdf = "garbage before the header\n%PDF-1.4\n", big_tiff("MM\0+\0\x08", 6);
+  EXPECT_EQ(sniff(std::vector<uint8_t>(junk_pdf.begin(), junk_pdf.end())), "pdf");
+  EXPECT_EQ(sniff(std::vector<uint8_t>(big_tiff.begin(), big_tiff.end())), "tiff");
+  EXPECT_EQ(page_name("a/x.pdf", 3), "a/x.pdf#3");
   EXPECT_TRUE(is_input_document_name("a/B.PDF") && is_input_document_name("x.tiff") && is_input_document_name("y.Tif"));
   EXPECT_FALSE(is_input_document_name("notes.txt") || is_input_document_name("pdf"));
 }

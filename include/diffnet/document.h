@@ -50,6 +50,13 @@ class DocumentReader {
   std::unique_ptr<Impl> impl_;
 };
 
+// The format DocumentReader gives a file from its first bytes: "pdf" ("%PDF-" within the first 1 KiB,
+// unless the bytes start as a JPEG or PNG), "tiff" ("II*\0", "MM\0*", BigTIFF "II+\0", "MM\0+"), else "image".
+std::string sniff_document_format(const uint8_t* data, size_t size);
+
+// The name of page `page` (1-based) of `file` in records, outputs and errors: "<file>#<page>".
+std::string page_name(const std::string& file, int64_t page);
+
 // Whether this build reads PDF / TIFF files (CMake found qpdf and poppler-cpp / libtiff).
 bool pdf_supported();
 bool tiff_supported();

@@ -34,8 +34,8 @@ class PredictionWriter {
   PredictionWriter& operator=(const PredictionWriter&) = delete;
 
   // Output base name for an input: its stem; its file name, then a counter, when an earlier input of
-  // this run already took that name. A page "<file>#N" of a PDF/TIFF gets "-pN" after either.
-  std::string base_name(const std::string& name);
+  // this run already took that name. Page N (> 0) of a PDF/TIFF file gets "-pN" after either.
+  std::string base_name(const std::string& file, int64_t page = 0);
   // Writes p's maps as dir/<base>.prob.png (+ .overlay.png) and stores `record` with "outputs" added
   // (returned). The record's key is its input's exact name ("file_hex" when present, else "file"). When a
   // map cannot be written nothing of this prediction is left behind (the error propagates). prob_u8:

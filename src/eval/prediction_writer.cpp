@@ -62,15 +62,9 @@ PredictionWriter::~PredictionWriter() {
   }
 }
 
-std::string PredictionWriter::base_name(const std::string& name) {
-  // A page of a PDF/TIFF ("dir/x.pdf#3") is "x-p3"; a clash falls back to "x.pdf-p3", then numbers.
-  std::string file = name, page;
-  const size_t hash = name.rfind('#');
-  if (hash != std::string::npos && hash + 1 < name.size() &&
-      name.find_first_not_of("0123456789", hash + 1) == std::string::npos) {
-    file = name.substr(0, hash);
-    page = "-p" + name.substr(hash + 1);
-  }
+std::string PredictionWriter::base_name(const std::string& file, int64_t page_number) {
+  // Page 3 of "dir/x.pdf" is "x-p3"; a clash falls back to "x.pdf-p3", then numbers.
+  const std::string page = page_number > 0 ? "-p" + std::to_string(page_number) : "";
   std::string base = file_stem(file) + page;
   if (used_bases_.count(base)) base = std::filesystem::path(file).filename().string() + page;
   std::string candidate = base;

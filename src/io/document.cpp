@@ -11,11 +11,26 @@
 namespace diffnet {
 namespace {
 
-bool starts(const std::vector<uint8_t>& b, const char* magic, size_t n) {
-  return b.size() >= n && std::memcmp(b.data(), magic, n) == 0;
+bool starts(const uint8_t* data, size_t size, const char* magic, size_t n) {
+  return size >= n && std::memcmp(data, magic, n) == 0;
 }
 
 }  // namespace
+
+std::string sniff_document_format(const uint8_t* data, size_t size) {
+  const size_t head = std::min<size_t>(size, 1024);
+  // A PDF may have bytes before its header (readers accept "%PDF-" within the first 1 KiB).
+  const char* pdf_magic = "%PDF-";
+  if (std::search(data, data + head, pdf_magic, pdf_magic + 5) != data + head && !is_jpeg_bytes(data, head) &&
+      !is_png_bytes(data, head))
+    return "pdf";
+  if (starts(data, size, "II*\0", 4) || starts(data, size, "MM\0*", 4) || starts(data, size, "II+\0", 4) ||
+      starts(data, size, "MM\0+", 4))
+    return "tiff";
+  return "image";
+}
+
+std::string page_name(const std::string& file, int64_t page) { return file + "#" + std::to_string(page); }
 
 struct DocumentReader::Impl {
   std::string path, format;
@@ -31,22 +46,13 @@ DocumentReader::DocumentReader(std::vector<uint8_t> bytes, const std::string& na
   impl_->path = name;
   if (opt.max_pages < 1) throw Error("max_pages", "must be >= 1");
   if (bytes.empty()) throw Error(name, "the file is empty");
-  const std::vector<uint8_t> head(bytes.begin(), bytes.begin() + std::min<size_t>(bytes.size(), 1024));
-  // A PDF may have bytes before its header (readers accept "%PDF-" within the first 1 KiB).
-  const char* pdf_magic = "%PDF-";
-  const bool pdf = std::search(head.begin(), head.end(), pdf_magic, pdf_magic + 5) != head.end();
-  const bool tiff = starts(head, "II*\0", 4) || starts(head, "MM\0*", 4) || starts(head, "II+\0", 4) ||
-                    starts(head, "MM\0+", 4);
-  if (pdf && !is_jpeg_bytes(head.data(), head.size()) && !is_png_bytes(head.data(), head.size())) {
-    impl_->format = "pdf";
+  impl_->format = sniff_document_format(bytes.data(), bytes.size());
+  if (impl_->format == "pdf")
     impl_->pages = io_detail::open_pdf(name, std::move(bytes), opt);
-  } else if (tiff) {
-    impl_->format = "tiff";
+  else if (impl_->format == "tiff")
     impl_->pages = io_detail::open_tiff(name, std::move(bytes), opt);
-  } else {
-    impl_->format = "image";
+  else
     impl_->image = std::move(bytes);
-  }
 }
 
 DocumentReader::~DocumentReader() = default;

@@ -77,7 +77,7 @@ class PdfPages final : public PageSource {
   DocumentPage page(int64_t index) override {
     DocumentPage pg;
     pg.page = index + 1;
-    pg.name = path_ + "#" + std::to_string(pg.page);
+    pg.name = page_name(path_, pg.page);
     ImageInfo info;
     try {
       pg.encoded = page_jpeg(pages_.at(size_t(index)), &info);

@@ -92,7 +92,7 @@ class TiffPages final : public PageSource {
   DocumentPage page(int64_t index) override {
     DocumentPage pg;
     pg.page = index + 1;
-    pg.name = path_ + "#" + std::to_string(pg.page);
+    pg.name = page_name(path_, pg.page);
     pg.source = "tiff";
     t_last_error.clear();
     if (!TIFFSetDirectory(tif_.get(), tdir_t(index))) throw Error(pg.name, "cannot read this page: " + last_error());

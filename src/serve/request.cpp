@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "diffnet/common.h"
+#include "diffnet/document.h"
 
 namespace diffnet::serve {
 
@@ -31,9 +32,7 @@ PredictRequest parse_predict_request(bool multipart, std::vector<UploadPart> par
   if (body.empty()) return fail("empty upload: send the image as the body or a multipart field 'file'");
   r.maps = maps_param && *maps_param != "0";
   r.bytes.assign(body.begin(), body.end());
-  const bool tiff = body.size() >= 4 && (body.compare(0, 4, std::string("II*\0", 4)) == 0 ||
-                                         body.compare(0, 4, std::string("MM\0*", 4)) == 0);
-  if (tiff || body.compare(0, 5, "%PDF-") == 0) {
+  if (sniff_document_format(r.bytes.data(), r.bytes.size()) != "image") {
     r.document = true;
     return r;
   }

@@ -27,7 +27,7 @@ struct PredictRequest {
 
 // Contract: pure (no I/O, no model, never throws diffnet::Error): picks the image (multipart: the field
 // "file", else the body), its name (valid UTF-8 without NUL) and ?maps, and reads the image header under
-// max_pixels (a PDF or TIFF is only recognised: document = true). Failures are status 400 with the message the server returns as {"error": ...}.
+// max_pixels (a PDF or TIFF, by sniff_document_format, is only recognised: document = true). Failures are status 400 with the message the server returns as {"error": ...}.
 // name_param / maps_param: null when the query has no such parameter.
 PredictRequest parse_predict_request(bool multipart, std::vector<UploadPart> parts, std::string body,
                                      const std::string* name_param, const std::string* maps_param,

@@ -166,14 +166,15 @@ void run(const PredictCli& o) {
   if (table) print_table_header(width);
   int failures = 0, inputs = 0;
   // One record per page: a JPEG/PNG file is one page; PDF and TIFF files give "<file>#<page>" records.
-  auto one = [&](const std::string& name, const std::function<Prediction()>& predict) {
+  auto one = [&](const std::string& file, int64_t page, const std::function<Prediction()>& predict) {
+    const std::string name = page > 0 ? page_name(file, page) : file;
     ++inputs;
     std::optional<Prediction> p;
     std::string error;
     try {
       p = predict();
       nlohmann::json record = prediction_to_json(*p, o.opt.threshold);
-      if (writer) record = writer->write(*p, std::move(record), writer->base_name(name));
+      if (writer) record = writer->write(*p, std::move(record), writer->base_name(file, page));
       if (o.json) {
         std::printf("%s\n", record.dump().c_str());
         std::fflush(stdout);
@@ -204,12 +205,12 @@ void run(const PredictCli& o) {
       open_error = e.what();
     }
     if (!doc) {
-      one(file, [&]() -> Prediction { throw std::runtime_error(open_error); });
+      one(file, 0, [&]() -> Prediction { throw std::runtime_error(open_error); });
     } else if (doc->format() == "image") {
-      one(file, [&] { return predictor.predict_page(doc->page(0)); });
+      one(file, 0, [&] { return predictor.predict_page(doc->page(0)); });
     } else {
       for (int64_t i = 0; i < doc->pages(); ++i)
-        one(file + "#" + std::to_string(i + 1), [&] { return predictor.predict_page(doc->page(i)); });
+        one(file, i + 1, [&] { return predictor.predict_page(doc->page(i)); });
     }
     progress.step();
   }
