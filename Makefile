@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 MAKEFLAGS += --no-print-directory
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build run test clean fuzz-deps fuzz-build fuzz asan
+.PHONY: all deps configure build run test clean deb fuzz-deps fuzz-build fuzz asan
 
 all: build
 
@@ -69,3 +69,7 @@ asan: deps
 	@cmake --build $(ASAN_BUILD) -j $(JOBS) --target diffnet $(foreach t,$(ASAN_TESTS),$(if $(filter fuzz_replay,$(t)),test_fuzz_replay,test_$(t)))
 	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --output-on-failure -j 1 -R '^($(subst $(space),|,$(strip $(ASAN_TESTS))))$$'
+
+# A Debian package of the built tree (cmake/packaging.cmake): build/diffnet_<version>_amd64.deb.
+deb: build
+	@cd $(BUILD) && cpack -G DEB

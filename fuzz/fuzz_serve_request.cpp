@@ -1,6 +1,6 @@
 // POST /predict up to inference (parse_predict_request): picking the upload from the body or the
 // multipart parts, its name, ?maps, and the header read under the pixel limit. Input layout, fields cut at
-// "|#|": flags (byte 0: bit 0 multipart, bit 1 ?name= given, bit 2 ?maps= given), name, maps, body, then
+// "|#|": flags (byte 0: bit 0 multipart, bit 1 ?name= given, bit 2 ?maps= given, bit 3 ?report= given with the same value), name, maps, body, then
 // (name, filename, content) triples of multipart parts. Multipart parsing itself is cpp-httplib's.
 #include "fuzz/fuzz_target.h"
 #include "serve/request.h"
@@ -14,7 +14,7 @@ DIFFNET_FUZZ_TARGET(serve_request) {
   const std::string name = field(1), maps = field(2);
   diffnet::serve::PredictRequest r =
       diffnet::serve::parse_predict_request(flags & 1, parts, field(3), (flags & 2) ? &name : nullptr,
-                                            (flags & 4) ? &maps : nullptr, 4'000'000);
+                                            (flags & 4) ? &maps : nullptr, (flags & 8) ? &maps : nullptr, 4'000'000);
   if (r.status == 0 && (r.bytes.empty() || r.info.width <= 0 || r.info.height <= 0 ||
                         r.info.width * r.info.height > 4'000'000))
     __builtin_trap();

@@ -8,7 +8,7 @@ PKGS=(
   nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
   libcairo2-dev libpango1.0-dev fonts-dejavu-core fonts-liberation2 fonts-noto-mono
   libgtest-dev python3 libgloo-dev python3-torch
-  libqpdf-dev libpoppler-cpp-dev libtiff-dev
+  libqpdf-dev libpoppler-cpp-dev libtiff-dev dpkg-dev
   nodejs chromium-headless-shell pybind11-dev python3-numpy
   fonts-freefont-ttf fonts-urw-base35
 )

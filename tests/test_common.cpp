@@ -158,7 +158,10 @@ TEST(Common, PathHelpers) {
 TEST(Common, CliVersion) {
   auto r = testutil::run_cli("--version");
   EXPECT_EQ(r.exit_code, 0);
-  EXPECT_NE(r.out.find("diffnet"), std::string::npos);
+  EXPECT_NE(r.out.find("diffnet 0."), std::string::npos) << r.out;
+  // A build-tree binary has no <prefix>/share/diffnet beside it: the source tree's weights.
+  EXPECT_NE(r.out.find(std::string("default weights: ") + DIFFNET_SOURCE_DIR + "/weights/diffnet-atto.safetensors"),
+            std::string::npos) << r.out;
 }
 
 TEST(Common, CliUnknownCommandExits2) {

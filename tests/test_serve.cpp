@@ -8,11 +8,13 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <mutex>
 #include <thread>
 
 #include "diffnet/common.h"
 #include "diffnet/image_io.h"
+#include "diffnet/report.h"
 #include "diffnet/serve.h"
 #include "eval_testing.h"
 #include "serve/admission.h"
@@ -224,6 +226,38 @@ TEST(Serve, PdfAndTiffUploadsGiveOneRecordPerPage) {
     EXPECT_EQ(pg["image_score"].get<double>(), want.image_score);
     at::Tensor prob = decode_mask_bytes(base64_decode(pg["maps"]["prob_png"]), "prob");
     EXPECT_EQ(testutil::max_abs_diff(prob, prob_to_u8(want.prob)), 0.0);
+  }
+  EXPECT_FALSE(j.contains("report_html"));
+  // ?report=1: the HTML report `diffnet predict --report` writes for the same pages, byte for byte; its
+  // temporary folder is gone afterwards.
+  auto report_dirs = [] {
+    int n = 0;
+    for (const auto& e : std::filesystem::directory_iterator(std::filesystem::temp_directory_path()))
+      n += e.path().filename().string().rfind("diffnet-report-", 0) == 0;
+    return n;
+  };
+  const int dirs_before = report_dirs();
+  r = cli.Post("/predict?report=1", items);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  j = body_json(r);
+  EXPECT_EQ(report_dirs(), dirs_before);
+  EXPECT_FALSE(j["pages"][0].contains("maps"));
+  {
+    const std::string dir = testutil::temp_dir("serve-report");
+    ReportOptions ro;
+    ro.model = local.model().source;
+    ro.threshold = local.options().threshold;
+    ro.overlay.floor = ro.threshold;
+    HtmlReport want(dir + "/want.html", ro);
+    DocumentReader doc(pdf, "scan.pdf");
+    for (int64_t i = 0; i < doc.pages(); ++i) want.add(local.predict_page(doc.page(i)));
+    want.finish();
+    const std::vector<uint8_t> bytes = read_file(dir + "/want.html");
+    const std::string got = j["report_html"].get<std::string>();
+    EXPECT_EQ(got.size(), bytes.size());
+    EXPECT_TRUE(got == std::string(bytes.begin(), bytes.end()));
+    EXPECT_NE(got.find("scan.pdf#2"), std::string::npos);
   }
   // A TIFF as the raw body: four pages, over the server's limit of three.
   const std::vector<uint8_t> tif = read_file(testutil::data_path("io/pages.tif"));

@@ -3,7 +3,9 @@
 // overlay; a PDF gives one tab per page and the tabs switch pages; a bad file replaces the previous result
 // with its error; a server that is down is said so.
 // Several files at once form a queue checked in order; the opacity slider, the JSON download and the
-// region list work.
+// region list work. On an edited letter (the shipped weights find its regions): the region list has a
+// crop of the page per region, "side by side" puts the overlay beside the page, and the report download
+// is the server's HTML report of that file.
 // Usage: node test_web_page.js DIFFNET_CLI DATA_DIR (exit 77 = skipped: no browser).
 'use strict';
 const { spawn } = require('child_process');
@@ -26,10 +28,10 @@ function check(ok, what) {
 }
 const sleep = (ms) => new Promise(r => setTimeout(r, ms));
 
-// The server on a free port, with random weights (the page is under test, not the model).
+// The server on a free port, with the shipped weights (the examples' regions are known to be found).
 function startServer() {
   return new Promise((resolve, reject) => {
-    const srv = spawn(cli, ['-t', '1', 'serve', '--port', '0', '--random-weights'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const srv = spawn(cli, ['-t', '1', 'serve', '--port', '0'], { stdio: ['ignore', 'ignore', 'pipe'] });
     let err = '';
     srv.stderr.on('data', d => {
       err += d;
@@ -83,7 +85,8 @@ class Browser {
     await s('Page.enable');
     await s('Page.navigate', { url });
     const page = {
-      // A PNG of the page (DIFFNET_WEB_SHOT=FILE.png saves one after the PDF upload, to look at).
+      // A PNG of the page (DIFFNET_WEB_SHOT=FILE.png saves one after the PDF upload, and FILE-side.png of
+      // the letter side by side, to look at).
       shot: async (file) => fs.writeFileSync(file, Buffer.from((await s('Page.captureScreenshot', { format: 'png' })).data, 'base64')),
       eval: async (expr) => {
         const r = await s('Runtime.evaluate', { expression: expr, awaitPromise: true, returnByValue: true });
@@ -173,6 +176,52 @@ class Browser {
           'two files at once are both checked: ' + JSON.stringify(st.queue));
     check(st.cls === 'error' && /^Error: .*README\.md/.test(st.verdict), 'a bad file shows its error: ' + st.verdict);
     check(!st.overlay && !st.record && !st.legend && st.tabs.length === 0, 'the error replaces the previous result');
+
+    st = await page.upload(path.join(dataDir, '..', '..', 'examples', '10-letter-tampered.jpg'));
+    check(/^10-letter-tampered\.jpg: /.test(st.verdict) && st.regions > 0, 'the edited letter has its regions listed: ' + st.verdict);
+    // Each crop: the region's box plus a margin of max(8, a quarter of its larger side), at most 160 px; at
+    // full size (these are), every pixel away from the blue outline is the page's own at that place.
+    const crops = await page.eval(`(() => {
+      const img = document.getElementById('original'), full = document.createElement('canvas');
+      full.width = img.naturalWidth; full.height = img.naturalHeight;
+      const fg = full.getContext('2d'); fg.drawImage(img, 0, 0);
+      return Array.from(document.querySelectorAll('#regions tbody canvas')).map(c => {
+        const [x, y, w, h] = JSON.parse(c.dataset.box), m = Math.max(8, Math.floor(Math.max(w, h) / 4));
+        const x0 = Math.max(0, x - m), y0 = Math.max(0, y - m);
+        const got = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+        const want = fg.getImageData(x0, y0, c.width, c.height).data;
+        let compared = 0, differ = 0, ink = 0, blue = 0;
+        for (let py = 0; py < c.height; py++) for (let px = 0; px < c.width; px++) {
+          const i = 4 * (py * c.width + px), bx = px + x0 - x, by = py + y0 - y;
+          blue += got[i + 3] === 255 && got[i + 2] - got[i] > 100;
+          const nearOutline = bx >= -3 && bx <= w + 2 && by >= -3 && by <= h + 2 &&
+                              (bx <= 2 || bx >= w - 3 || by <= 2 || by >= h - 3);
+          if (nearOutline) continue;
+          compared++;
+          ink += want[i] + want[i + 1] + want[i + 2] < 450;
+          differ += Math.abs(want[i] - got[i]) + Math.abs(want[i + 1] - got[i + 1]) + Math.abs(want[i + 2] - got[i + 2]) > 6;
+        }
+        return { w: c.width, h: c.height, full: c.width === Math.min(full.width, x + w + m) - x0, compared, differ, ink, blue };
+      });
+    })()`);
+    check(crops.length === st.regions && crops.every(c => c.w > 8 && c.h > 8 && c.w <= 160 && c.h <= 160),
+          'each region has a crop of at most 160 px: ' + JSON.stringify(crops.map(c => [c.w, c.h])));
+    check(crops.length > 0 && crops.every(c => c.full && c.compared > 100 && c.ink > 0 && c.differ === 0 && c.blue > 0),
+          'the crops are the page at the region with its blue outline: ' + JSON.stringify(crops));
+    const side = await page.eval(`(() => { const m = document.getElementById('mode'); m.value = 'side';
+      m.dispatchEvent(new Event('change'));
+      const o = document.getElementById('original').getBoundingClientRect(), v = document.getElementById('overlay').getBoundingClientRect();
+      const view = document.getElementById('view').getBoundingClientRect();
+      return { beside: v.left >= o.right - 1 && Math.abs(v.top - o.top) < 2, inside: v.right <= view.right + 1,
+               opacity: document.getElementById('overlay').style.opacity }; })()`);
+    if (process.env.DIFFNET_WEB_SHOT) await page.shot(process.env.DIFFNET_WEB_SHOT.replace(/\.png$/, '') + '-side.png');
+    check(side.beside && side.inside && side.opacity === '1', 'side by side puts the full overlay beside the page, both in view: ' + JSON.stringify(side));
+    const report = await page.eval(`(async () => { const a = document.getElementById('report');
+      if (a.hidden || !a.href.startsWith('blob:')) return 'no link';
+      return a.download + '|' + await (await fetch(a.href)).text(); })()`);
+    check(report.startsWith('10-letter-tampered.jpg.diffnet-report.html|<!DOCTYPE html>') &&
+          report.includes('10-letter-tampered.jpg') && report.includes('data:image/png;base64,'),
+          'the report downloads as the HTML report of the file: ' + report.slice(0, 80));
 
     srv.kill('SIGTERM');
     await new Promise(r => srv.on('exit', r));

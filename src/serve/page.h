@@ -1,6 +1,7 @@
 // The HTML page served at GET / by `diffnet serve`: a queue of uploaded files (images, PDFs, TIFFs; pick or
-// drop several), and for the chosen file/page its verdict, the page under the overlay with an opacity
-// slider and zoom, the legend, the region list (click: scroll to the region) and the JSON to download.
+// drop several), and for the chosen file/page its verdict, the page under the overlay (opacity slider) or
+// beside it, zoom, the legend, the region list with crops (click: scroll to the region), and the JSON and
+// the HTML report (the one `diffnet predict --report` writes, asked for with ?report=1) to download.
 #pragma once
 
 namespace diffnet::serve {
@@ -23,6 +24,8 @@ inline constexpr const char* kIndexPage = R"HTML(<!doctype html>
   #view { position: relative; overflow: auto; max-height: 75vh; border: 1px solid #ccc; }
   #stack { position: relative; display: inline-block; }
   #stack img { display: block; } #overlay { position: absolute; left: 0; top: 0; }
+  #stack.side { display: flex; gap: 8px; } #stack.side #overlay { position: static; }
+  #regions canvas { display: block; border: 1px solid #ccc; }
   #legend { display: flex; align-items: center; gap: 0.6em; margin: 0.4em 0; font-size: 0.9em; }
   #ramp { width: 14em; height: 0.9em; border: 1px solid #999;
           background: linear-gradient(to right, rgba(255,190,0,0.35), rgba(225,0,0,0.8)); }
@@ -52,13 +55,16 @@ its peak probability.</p>
 <div id="legend" hidden><span>tampering p:</span><span id="lo">0.50</span><span id="ramp"></span><span>1.00</span>
   <span class="box"></span><span>region (label = peak p)</span></div>
 <div id="controls" hidden>
+  <label>view <select id="mode"><option value="over">overlay on the page</option>
+    <option value="side">side by side</option></select></label>
   <label>overlay <input type="range" id="opacity" min="0" max="100" value="100"></label>
   <label>zoom <select id="zoom"><option value="fit">fit</option><option value="1">100 %</option>
     <option value="2">200 %</option><option value="4">400 %</option></select></label>
   <a id="download" download="diffnet.json" href="#">download the JSON</a>
+  <a id="report" download="diffnet-report.html" href="#" hidden>download the report</a>
 </div>
 <div id="view" hidden><div id="stack"><img id="original" alt=""><img id="overlay" alt=""><div id="mark" hidden></div></div></div>
-<table id="regions" hidden><thead><tr><th>#</th><th>x</th><th>y</th><th>w</th><th>h</th><th>peak p</th><th>mean p</th></tr></thead><tbody></tbody></table>
+<table id="regions" hidden><thead><tr><th>#</th><th>crop</th><th>x</th><th>y</th><th>w</th><th>h</th><th>peak p</th><th>mean p</th></tr></thead><tbody></tbody></table>
 <pre id="record" hidden></pre>
 <script>
 const $ = (id) => document.getElementById(id);
@@ -75,9 +81,36 @@ function clearResult() {
 }
 function showError(text) { clearResult(); $('verdict').textContent = text; $('verdict').className = 'error'; }
 
+// The crops of the region list, drawn from the page under the overlay once it has loaded: the region's
+// box plus a margin of max(8, a quarter of its larger side), as in the HTML report; at most 160 px.
+function drawCrops() {
+  const img = $('original');
+  const draw = () => document.querySelectorAll('#regions canvas').forEach(c => {
+    const [x, y, w, h] = JSON.parse(c.dataset.box), m = Math.max(8, Math.floor(Math.max(w, h) / 4));
+    const x0 = Math.max(0, x - m), y0 = Math.max(0, y - m);
+    const x1 = Math.min(img.naturalWidth, x + w + m), y1 = Math.min(img.naturalHeight, y + h + m);
+    const s = Math.min(1, 160 / Math.max(x1 - x0, y1 - y0, 1));
+    c.width = Math.max(1, Math.round((x1 - x0) * s)); c.height = Math.max(1, Math.round((y1 - y0) * s));
+    const g = c.getContext('2d');
+    g.drawImage(img, x0, y0, x1 - x0, y1 - y0, 0, 0, c.width, c.height);
+    g.strokeStyle = 'rgb(0,110,255)'; g.lineWidth = 2; g.strokeRect((x - x0) * s, (y - y0) * s, w * s, h * s);
+  });
+  if (img.complete && img.naturalWidth) draw(); else img.addEventListener('load', draw, {once: true});
+}
+
+function applyMode() {
+  const side = $('mode').value === 'side';
+  $('stack').classList.toggle('side', side);
+  $('opacity').disabled = side;
+  $('overlay').style.opacity = side ? 1 : $('opacity').value / 100;
+  applyZoom();
+}
+
+// "fit": the page (both pages, side by side) as wide as the view at most.
 function applyZoom() {
-  const z = $('zoom').value, w = $('overlay').naturalWidth;
-  const width = z === 'fit' ? Math.min(w, $('view').clientWidth || w) : w * Number(z);
+  const z = $('zoom').value, w = $('overlay').naturalWidth, side = $('mode').value === 'side';
+  const room = $('view').clientWidth ? (side ? ($('view').clientWidth - 8) / 2 : $('view').clientWidth) : w;
+  const width = z === 'fit' ? Math.min(w, room) : w * Number(z);
   $('original').style.width = $('overlay').style.width = width + 'px';
   return width / (w || 1);
 }
@@ -99,12 +132,15 @@ function showPage(job, rec) {
   $('original').src = rec.maps.image_png ? 'data:image/png;base64,' + rec.maps.image_png : job.url;
   $('overlay').onload = applyZoom;
   $('overlay').src = 'data:image/png;base64,' + rec.maps.overlay_png;
-  $('overlay').style.opacity = $('opacity').value / 100;
+  applyMode();
   const tbody = document.querySelector('#regions tbody');
   tbody.innerHTML = '';
   rec.regions.slice(0, 100).forEach((r, i) => {
     const tr = document.createElement('tr');
-    [i + 1, r.bbox[0], r.bbox[1], r.bbox[2], r.bbox[3], r.peak.toFixed(2), r.mean.toFixed(2)].forEach(v => {
+    const num = document.createElement('td'); num.textContent = i + 1; tr.appendChild(num);
+    const crop = document.createElement('td'), canvas = document.createElement('canvas');
+    canvas.dataset.box = JSON.stringify(r.bbox); crop.appendChild(canvas); tr.appendChild(crop);
+    [r.bbox[0], r.bbox[1], r.bbox[2], r.bbox[3], r.peak.toFixed(2), r.mean.toFixed(2)].forEach(v => {
       const td = document.createElement('td'); td.textContent = v; tr.appendChild(td);
     });
     tr.addEventListener('click', () => {  // outline the region and scroll it into the middle of the view
@@ -117,6 +153,7 @@ function showPage(job, rec) {
     tbody.appendChild(tr);
   });
   $('regions').hidden = rec.regions.length === 0;
+  drawCrops();
   const plain = Object.assign({}, rec);
   delete plain.maps;
   $('record').textContent = JSON.stringify(plain, null, 2);
@@ -134,6 +171,11 @@ function showJob(job) {
   $('download').href = URL.createObjectURL(new Blob([JSON.stringify(json.length === 1 ? json[0] : json, null, 2)],
                                                     {type: 'application/json'}));
   $('download').download = job.file.name + '.diffnet.json';
+  $('report').hidden = !job.report;
+  if (job.report) {
+    $('report').href = URL.createObjectURL(new Blob([job.report], {type: 'text/html'}));
+    $('report').download = job.file.name + '.diffnet-report.html';
+  }
   if (pages.length > 1) {
     pages.forEach((rec, i) => {
       const b = document.createElement('button');
@@ -163,7 +205,7 @@ async function check(job) {
   setStatus(job, 'checking');
   let res, body;
   try {
-    res = await fetch('/predict?maps=1&name=' + encodeURIComponent(job.file.name), {method: 'POST', body: job.file});
+    res = await fetch('/predict?maps=1&report=1&name=' + encodeURIComponent(job.file.name), {method: 'POST', body: job.file});
   } catch (e) {
     job.error = 'The server did not answer (is diffnet serve running?): ' + e.message;
     return setStatus(job, 'error', 'error: the server did not answer');
@@ -174,6 +216,8 @@ async function check(job) {
     return setStatus(job, 'error', job.error);
   }
   job.pages = body.pages || [body];  // a PDF/TIFF answers {file, page_count, pages: [...]}
+  job.report = body.report_html;
+  job.pages.forEach(r => delete r.report_html);
   const worst = job.pages.reduce((a, r) => Math.max(a, r.image_score), 0);
   const flagged = job.pages.filter(r => r.decision === 'tampered').length;
   setStatus(job, 'done', (job.pages.length > 1 ? job.pages.length + ' pages, ' + flagged + ' tampered, ' : '') +
@@ -208,7 +252,8 @@ const drop = $('drop');
 drop.addEventListener('dragover', (ev) => { ev.preventDefault(); drop.classList.add('over'); });
 drop.addEventListener('dragleave', () => drop.classList.remove('over'));
 drop.addEventListener('drop', (ev) => { ev.preventDefault(); drop.classList.remove('over'); add(ev.dataTransfer.files); });
-$('opacity').addEventListener('input', () => { $('overlay').style.opacity = $('opacity').value / 100; });
+$('opacity').addEventListener('input', applyMode);
+$('mode').addEventListener('change', applyMode);
 $('zoom').addEventListener('change', applyZoom);
 </script>
 </body>

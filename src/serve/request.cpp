@@ -10,7 +10,7 @@ namespace diffnet::serve {
 
 PredictRequest parse_predict_request(bool multipart, std::vector<UploadPart> parts, std::string body,
                                      const std::string* name_param, const std::string* maps_param,
-                                     int64_t max_pixels) {
+                                     const std::string* report_param, int64_t max_pixels) {
   PredictRequest r;
   auto fail = [&r](const std::string& message) {
     r.status = 400;
@@ -31,6 +31,7 @@ PredictRequest parse_predict_request(bool multipart, std::vector<UploadPart> par
   if (r.name.find('\0') != std::string::npos) return fail("the file name contains a NUL byte");
   if (body.empty()) return fail("empty upload: send the image as the body or a multipart field 'file'");
   r.maps = maps_param && *maps_param != "0";
+  r.report = report_param && *report_param != "0";
   r.bytes.assign(body.begin(), body.end());
   if (sniff_document_format(r.bytes.data(), r.bytes.size()) != "image") {
     r.document = true;

@@ -8,10 +8,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
+#include <memory>
 
 #include "diffnet/common.h"
 #include "diffnet/image_io.h"
+#include "diffnet/report.h"
 #include "serve/admission.h"
 #include "serve/page.h"
 #include "serve/request.h"
@@ -43,6 +46,40 @@ std::string fmt_seconds(double s) {
   std::snprintf(buf, sizeof buf, "%g", s);
   return buf;
 }
+
+// ?report=1: the HTML report of `diffnet predict --report` for one upload (all its pages), made in a
+// private temporary folder (removed afterwards) and returned as text.
+class UploadReport {
+ public:
+  ~UploadReport() {
+    html_.reset();  // an unfinished report removes its temp files
+    std::error_code ec;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+  }
+  void add(const Prediction& p, const Predictor& predictor, const OverlayOptions& overlay) {
+    if (!html_) {
+      std::string tmpl = (std::filesystem::temp_directory_path() / "diffnet-report-XXXXXX").string();
+      if (!mkdtemp(tmpl.data())) throw Error("report", "cannot make a temporary folder for the report");
+      dir_ = tmpl;
+      ReportOptions ro;
+      ro.model = predictor.model().source;
+      ro.threshold = predictor.options().threshold;
+      ro.overlay = overlay;
+      html_ = std::make_unique<HtmlReport>(dir_ + "/report.html", ro);
+    }
+    html_->add(p);
+  }
+  std::string finish() {
+    if (!html_) return "";
+    html_->finish();
+    const std::vector<uint8_t> bytes = read_file(dir_ + "/report.html");
+    return std::string(bytes.begin(), bytes.end());
+  }
+
+ private:
+  std::string dir_;
+  std::unique_ptr<HtmlReport> html_;
+};
 
 }  // namespace
 
@@ -105,22 +142,27 @@ struct Server::Impl {
     }
     std::vector<serve::UploadPart> uploads;
     for (auto& p : parts) uploads.push_back({std::move(p.name), std::move(p.filename), std::move(p.content)});
-    const bool has_name = req.has_param("name"), has_maps = req.has_param("maps");
+    const bool has_name = req.has_param("name"), has_maps = req.has_param("maps"),
+               has_report = req.has_param("report");
     const std::string name_param = has_name ? req.get_param_value("name") : "";
     const std::string maps_param = has_maps ? req.get_param_value("maps") : "";
+    const std::string report_param = has_report ? req.get_param_value("report") : "";
     serve::PredictRequest pr =
         serve::parse_predict_request(req.is_multipart_form_data(), std::move(uploads), std::move(body),
                                      has_name ? &name_param : nullptr, has_maps ? &maps_param : nullptr,
-                                     any().options().max_pixels);
+                                     has_report ? &report_param : nullptr, any().options().max_pixels);
     if (pr.status != 0) return json_error(res, pr.status, pr.error);
     if (pr.document) return predict_document(pr, res, deadline);
     try {
       const double t0 = now_seconds();
       nlohmann::json record;
+      UploadReport report;
       const int status = run_page(pr.info.width * pr.info.height, deadline, res,
-                                  [&](Predictor& p) { return p.predict_bytes(pr.bytes, pr.name); }, pr.maps, record);
+                                  [&](Predictor& p) { return p.predict_bytes(pr.bytes, pr.name); }, pr.maps, record,
+                                  /*with_image=*/false, pr.report ? &report : nullptr);
       if (status != 0) return;  // busy: answered
       mean_inference_s = 0.8 * mean_inference_s.load() + 0.2 * (now_seconds() - t0);
+      if (pr.report) record["report_html"] = report.finish();
       res.set_content(record.dump(), "application/json");
     } catch (const Error& e) {
       json_error(res, 400, e.what());
@@ -128,11 +170,11 @@ struct Server::Impl {
   }
 
   // Runs one page in a slot admitted for `pixels`; fills `record` (with maps when asked, and with the
-  // page's own pixels as "image_png" when `with_image`: a browser cannot show a PDF or TIFF page). Returns
-  // 0, or 503 after answering `res` when no slot was granted.
+  // page's own pixels as "image_png" when `with_image`: a browser cannot show a PDF or TIFF page) and adds
+  // the page to `report` when given. Returns 0, or 503 after answering `res` when no slot was granted.
   int run_page(int64_t pixels, std::chrono::steady_clock::time_point deadline, httplib::Response& res,
                const std::function<Prediction(Predictor&)>& predict, bool maps, nlohmann::json& record,
-               bool with_image = false) {
+               bool with_image, UploadReport* report) {
     const serve::Admission::Ticket ticket = admission.acquire(pixels, deadline);
     if (ticket.outcome != serve::Admission::Outcome::kRun) {
       busy(res, ticket);
@@ -146,9 +188,10 @@ struct Server::Impl {
     Predictor& predictor = slots[size_t(ticket.slot)];
     Prediction p = predict(predictor);
     record = prediction_to_json(p, predictor.options().threshold);
+    OverlayOptions ov;
+    ov.floor = predictor.options().threshold;
+    if (report) report->add(p, predictor, ov);
     if (maps) {
-      OverlayOptions ov;
-      ov.floor = predictor.options().threshold;
       record["maps"] = {{"prob_png", base64_encode(encode_png(prob_to_u8(p.prob)))},
                         {"overlay_png", base64_encode(encode_png(render_overlay(p.rgb, p.prob, p.regions, ov)))}};
       if (with_image) record["maps"]["image_png"] = base64_encode(encode_png(p.rgb));
@@ -165,6 +208,7 @@ struct Server::Impl {
       dopt.max_pixels = any().options().max_pixels;
       DocumentReader doc(pr.bytes, pr.name, dopt);
       nlohmann::json pages = nlohmann::json::array();
+      UploadReport report;
       for (int64_t i = 0; i < doc.pages(); ++i) {
         const double t0 = now_seconds();
         DocumentPage page = doc.page(i);  // decoded or rendered outside the slots
@@ -177,12 +221,13 @@ struct Server::Impl {
         }
         nlohmann::json record;
         if (run_page(pixels, deadline, res, [&](Predictor& p) { return p.predict_page(page); }, pr.maps, record,
-                     /*with_image=*/true) != 0)
+                     /*with_image=*/true, pr.report ? &report : nullptr) != 0)
           return;
         mean_inference_s = 0.8 * mean_inference_s.load() + 0.2 * (now_seconds() - t0);
         pages.push_back(std::move(record));
       }
       nlohmann::json out = {{"file", valid_utf8(pr.name)}, {"page_count", doc.pages()}, {"pages", std::move(pages)}};
+      if (pr.report) out["report_html"] = report.finish();
       res.set_content(out.dump(), "application/json");
     } catch (const Error& e) {
       json_error(res, 400, e.what());

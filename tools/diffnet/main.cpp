@@ -5,9 +5,12 @@
 #include <csignal>
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include "commands.h"
 #include "diffnet/common.h"
+#include "diffnet/predict.h"
+#include "diffnet/version.h"
 
 namespace diffnet::cli {
 std::vector<CommandSpec>& command_registry() {
@@ -29,7 +32,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int threads = 0;
   app.add_option("-t,--threads", threads, "CPU threads (default: $DIFFNET_THREADS or all hardware threads)");
-  app.set_version_flag("--version", "diffnet 0.1.0");
+  // The version, and which default weights this binary would use (an installed one: its own prefix's).
+  app.set_version_flag("--version", std::string("diffnet ") + version() + "\ndefault weights: " + default_weights_path());
   auto& registry = cli::command_registry();
   std::sort(registry.begin(), registry.end(),
             [](const cli::CommandSpec& a, const cli::CommandSpec& b) { return a.name < b.name; });
