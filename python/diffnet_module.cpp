@@ -36,11 +36,13 @@ py::array_t<float> to_numpy(const at::Tensor& prob) {
 
 class PyPredictor {
  public:
-  PyPredictor(const std::string& weights, double threshold, double pdf_dpi, int64_t max_pages, int64_t batch)
+  PyPredictor(const std::string& weights, double threshold, double pdf_dpi, int64_t max_pages, int64_t batch,
+              const std::string& precision)
       : opt_([&] {
           PredictOptions o;
           o.threshold = threshold;
           o.batch = batch;
+          o.precision = precision;
           return o;
         }()),
         predictor_(load_weights(weights), opt_) {
@@ -80,6 +82,7 @@ class PyPredictor {
   double window() const { return double(predictor_.window()); }
   std::string weights() const { return predictor_.model().source; }
   bool calibrated() const { return predictor_.model().calibration.has_value(); }
+  const Predictor& predictor() const { return predictor_; }
 
  private:
   py::object predict_array(py::array a) {
@@ -113,13 +116,15 @@ PYBIND11_MODULE(diffnet, m) {
   m.doc() = "DiffNet document tampering localisation (the C++ implementation's Predictor)";
   py::register_exception<Error>(m, "Error", PyExc_RuntimeError);
   py::class_<PyPredictor>(m, "Predictor")
-      .def(py::init<const std::string&, double, double, int64_t, int64_t>(), py::arg("weights") = "",
+      .def(py::init<const std::string&, double, double, int64_t, int64_t, const std::string&>(), py::arg("weights") = "",
            py::arg("threshold") = 0.5, py::arg("pdf_dpi") = 200.0, py::arg("max_pages") = 500, py::arg("batch") = 2,
-           "Loads weights (default: the shipped model, found as `diffnet predict` finds it).")
+           py::arg("precision") = "f32",
+           "Loads weights (default: the shipped model, found as `diffnet predict` finds it); precision f32 | bf16 | auto.")
       .def("predict", &PyPredictor::predict, py::arg("input"),
            "Record of an image file or uint8 (H, W, 3) RGB array, with 'prob' as a float32 (H, W) array; a "
            "PDF/TIFF gives {'file', 'page_count', 'pages': [records]}.")
       .def_property_readonly("window", &PyPredictor::window)
       .def_property_readonly("weights", &PyPredictor::weights)
-      .def_property_readonly("calibrated", &PyPredictor::calibrated);
+      .def_property_readonly("calibrated", &PyPredictor::calibrated)
+      .def_property_readonly("precision", [](const PyPredictor& p) { return p.predictor().precision(); });
 }

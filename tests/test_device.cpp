@@ -4,8 +4,11 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <fstream>
 #include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -83,6 +86,38 @@ TEST(Device, ParseNamesAndErrors) {
   }
   EXPECT_EQ(peak_memory_bytes(at::Device(at::kCPU)), 0);
   EXPECT_NE(device_description(at::Device(at::kCPU)).find("cpu"), std::string::npos);
+}
+
+// cpu_flags() against the shell's own reading of /proc/cpuinfo; precision names and auto's rule.
+TEST(Device, CpuFlagsAndPrecision) {
+  const std::vector<std::string> flags = cpu_flags();
+  std::set<std::string> want;
+  {
+    FILE* f = popen("grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2", "r");
+    ASSERT_NE(f, nullptr);
+    char buf[8192];
+    std::string line;
+    while (std::fgets(buf, sizeof buf, f)) line += buf;
+    pclose(f);
+    std::istringstream in(line);
+    for (std::string w; in >> w;) want.insert(w);
+  }
+  EXPECT_EQ(std::set<std::string>(flags.begin(), flags.end()), want);
+  EXPECT_FALSE(flags.empty());
+  EXPECT_EQ(cpu_has_native_bf16(), want.count("avx512_bf16") + want.count("amx_bf16") > 0);
+
+  const at::Device cpu(at::kCPU), gpu(at::kCUDA, 0);  // a device name only: nothing runs on it
+  EXPECT_EQ(resolve_precision("f32", cpu, true), "f32");
+  EXPECT_EQ(resolve_precision("bf16", cpu, false), "bf16");
+  EXPECT_EQ(resolve_precision("auto", cpu, true), "measure");
+  EXPECT_EQ(resolve_precision("auto", cpu, false), "f32");
+  EXPECT_EQ(resolve_precision("auto", gpu, true), "f32");
+  try {
+    resolve_precision("fp16", cpu, true);
+    FAIL() << "fp16 accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--precision"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Device, AutocastGuardCastsMatmulAndRestores) {

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "diffnet/dct.h"
+#include "diffnet/device.h"
 #include "diffnet/image_io.h"
 #include "diffnet/model.h"
 #include "diffnet/predict.h"
@@ -23,6 +24,9 @@ using namespace diffnet;
 namespace {
 
 const std::string kWeights = testutil::source_path("weights/diffnet-atto.safetensors");
+// Measured on a Xeon with AVX512-BF16: page score |d| <= 0.0006, max |dp| 0.0053, mean |dp| 0.0007 (bf16
+// emulated on other CPUs rounds the same way; the bounds leave room).
+constexpr double BF16_SCORE_TOL = 0.01, BF16_MAX_DP = 0.03, BF16_MEAN_DP = 0.003;
 
 // Pixel TP/FP/FN of (prob > 0.5) against (mask != 0), counted here with plain loops.
 struct Counts {
@@ -171,6 +175,45 @@ TEST(Shipped, SeparatesTamperedFromPristineExample) {
   EXPECT_GT(ct.f1(), constant_f1 + 0.2);
   const double flagged = (c.prob > 0.5).sum().item<double>() / static_cast<double>(c.prob.numel());
   EXPECT_LT(flagged, 0.003);  // measured: no region
+}
+
+// --precision bf16 against f32 (the reference) on two receipts: the same decisions and regions' count,
+// page scores and maps close (measured on this machine: see the bounds' comments).
+TEST(Shipped, Bf16AgreesWithFloat32) {
+  PredictOptions o32, o16;
+  o16.precision = "bf16";
+  Predictor p32(load_weights(kWeights), o32), p16(load_weights(kWeights), o16);
+  EXPECT_EQ(p32.precision(), "f32");
+  EXPECT_EQ(p16.precision(), "bf16");
+  for (const char* name : {"examples/01-receipt-tampered.jpg", "examples/04-receipt-pristine.jpg"}) {
+    Prediction a = p32.predict_file(testutil::source_path(name)), b = p16.predict_file(testutil::source_path(name));
+    EXPECT_EQ(a.precision, "f32");
+    EXPECT_EQ(b.precision, "bf16");
+    EXPECT_EQ(prediction_to_json(b, 0.5)["precision"], "bf16");
+    const double max_dp = (a.prob - b.prob).abs().max().item<double>();
+    const double mean_dp = (a.prob - b.prob).abs().mean().item<double>();
+    EXPECT_EQ(a.decision, b.decision) << name;
+    EXPECT_NEAR(a.image_score, b.image_score, BF16_SCORE_TOL) << name;
+    EXPECT_LT(max_dp, BF16_MAX_DP) << name;
+    EXPECT_LT(mean_dp, BF16_MEAN_DP) << name;
+    std::printf("%s: score f32 %.4f bf16 %.4f, max |dp| %.4f, mean |dp| %.5f\n", name, a.image_score, b.image_score,
+                max_dp, mean_dp);
+  }
+  // auto: f32 where the CPU has no native bf16; else whichever of the two it timed faster, with that
+  // precision's exact results (after a timing in bf16, f32 weights are restored bit for bit).
+  PredictOptions oa;
+  oa.precision = "auto";
+  Predictor pa(load_weights(kWeights), oa);
+  if (!cpu_has_native_bf16()) {
+    EXPECT_EQ(pa.precision(), "f32");
+  }
+  std::printf("auto chose %s\n", pa.precision().c_str());
+  const std::string file = testutil::source_path("examples/04-receipt-pristine.jpg");
+  Predictor& same = pa.precision() == "bf16" ? p16 : p32;
+  Prediction got = pa.predict_file(file), want = same.predict_file(file);
+  EXPECT_EQ(got.precision, want.precision);
+  EXPECT_EQ((got.prob - want.prob).abs().max().item<double>(), 0.0);
+  EXPECT_EQ(got.image_score, want.image_score);
 }
 
 TEST(Shipped, PageScoreAndMapIgnoreWhiteMarginsAndTiling) {

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace diffnet {
 
@@ -22,6 +23,16 @@ void synchronize(const at::Device& device);
 
 // One line naming the device: "NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB)" or "cpu (2 threads)".
 std::string device_description(const at::Device& device);
+
+// The CPU's feature flags (the "flags" line of /proc/cpuinfo); empty where it cannot be read.
+std::vector<std::string> cpu_flags();
+// True when the CPU computes bf16 natively (AVX512-BF16 or AMX-BF16 in cpu_flags()): where bf16 inference
+// pays; elsewhere LibTorch emulates it, slower than f32.
+bool cpu_has_native_bf16();
+// Inference precision "f32" | "bf16" | "auto" -> "f32", "bf16" or "measure". auto: "measure" on a CPU
+// with native bf16 (native_bf16: time both, keep the faster; the Predictor does), f32 on other CPUs and on
+// CUDA (bf16 there is asked for explicitly). Error("--precision") for another name.
+std::string resolve_precision(const std::string& precision, const at::Device& device, bool native_bf16);
 
 // Peak bytes held by LibTorch's CUDA caching allocator since the last reset (0 on the CPU).
 void reset_peak_memory(const at::Device& device);

@@ -147,6 +147,9 @@ struct PredictOptions {
   int64_t min_region_area = kDefaultMinRegionArea;
   int64_t max_pixels = 100'000'000;  // predict_file/predict_bytes refuse larger images before decoding
   std::string device = "cpu";      // cpu | cuda | cuda:N: the model is moved there, windows run there
+  // f32 | bf16 (model and windows in bf16; the zero-sum filters, softmax and merging in f32) | auto (on a
+  // CPU with native bf16, one batch timed in each at start-up and the faster kept; else f32).
+  std::string precision = "f32";
 };
 
 struct PredictTimings {
@@ -169,13 +172,14 @@ struct Prediction {
   std::string dct_source;          // "file" | "pixels"
   int64_t jpeg_quality = -1;       // estimated IJG quality of the table used (-1: none, all-ones table)
   int64_t window = 0, stride = 0, num_windows = 0;
+  std::string precision;           // "f32" | "bf16": what the model ran in
   std::string merge;               // "blend" | "max"
   std::vector<std::string> warnings;  // recoverable problems of the input file (e.g. stray JPEG bytes)
   PredictTimings timings;
 };
 
 // The JSON record of one prediction: file, (for pages of PDF/TIFF files: page, page_source), width, height, image_score, score_kind, decision, threshold,
-// regions, page_stats, window_max, dct_source, jpeg_quality, window, stride, merge, num_windows, warnings,
+// regions, page_stats, window_max, dct_source, jpeg_quality, window, stride, merge, precision, num_windows, warnings,
 // timings_ms {decode, dct, model, total}. A file name that is not UTF-8 is written with U+FFFD for each
 // bad byte, plus "file_hex": the name's exact bytes in hex.
 nlohmann::json prediction_to_json(const Prediction& p, double threshold);
@@ -228,6 +232,7 @@ class Predictor {
   int64_t window() const;
   int64_t stride() const;          // the stride in use (options().stride, or its default)
   const at::Device& device() const;
+  const std::string& precision() const;  // "f32" | "bf16" (options().precision resolved)
   const LoadedModel& model() const;
 
  private:

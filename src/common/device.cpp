@@ -77,6 +77,42 @@ void synchronize(const at::Device& device) {
 #endif
 }
 
+namespace {
+
+// The value of the first "key : value" line of /proc/cpuinfo with this key ("" when none).
+std::string cpuinfo_field(const std::string& wanted) {
+  std::ifstream info("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(info, line)) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos || colon == 0) continue;
+    const std::string key = line.substr(0, line.find_last_not_of(" \t", colon - 1) + 1);
+    if (key == wanted) return colon + 2 <= line.size() ? line.substr(colon + 2) : "";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::vector<std::string> cpu_flags() {
+  std::istringstream in(cpuinfo_field("flags"));
+  std::vector<std::string> flags;
+  for (std::string f; in >> f;) flags.push_back(f);
+  return flags;
+}
+
+bool cpu_has_native_bf16() {
+  for (const std::string& f : cpu_flags())
+    if (f == "avx512_bf16" || f == "amx_bf16") return true;
+  return false;
+}
+
+std::string resolve_precision(const std::string& precision, const at::Device& device, bool native_bf16) {
+  if (precision == "f32" || precision == "bf16") return precision;
+  if (precision != "auto") throw Error("--precision", "expected f32, bf16 or auto, got '" + precision + "'");
+  return device.is_cpu() && native_bf16 ? "measure" : "f32";
+}
+
 std::string device_description(const at::Device& device) {
 #ifdef DIFFNET_WITH_CUDA
   if (device.is_cuda()) {
@@ -91,25 +127,13 @@ std::string device_description(const at::Device& device) {
   }
 #endif
   // The CPU model and the vector extensions LibTorch's kernels can use (a timing means little without them).
-  std::string model, isa;
-  std::ifstream info("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(info, line) && (model.empty() || isa.empty())) {
-    const auto colon = line.find(':');
-    if (colon == std::string::npos) continue;
-    const std::string key = line.substr(0, line.find_last_not_of(" \t", colon - 1) + 1);
-    const std::string value = colon + 2 <= line.size() ? line.substr(colon + 2) : "";
-    if (key == "model name" && model.empty()) model = value;
-    if (key == "flags" && isa.empty()) {
-      std::istringstream flags(value);
-      std::string f;
-      std::set<std::string> have;
-      while (flags >> f) have.insert(f);
-      for (const char* want : {"avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_tile"})
-        if (have.count(want)) isa += (isa.empty() ? "" : " ") + std::string(want);
-      if (isa.empty()) isa = "no avx2";
-    }
-  }
+  const std::string model = cpuinfo_field("model name");
+  const std::vector<std::string> flags = cpu_flags();
+  const std::set<std::string> have(flags.begin(), flags.end());
+  std::string isa;
+  for (const char* want : {"avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_tile"})
+    if (have.count(want)) isa += (isa.empty() ? "" : " ") + std::string(want);
+  if (isa.empty() && !flags.empty()) isa = "no avx2";
   return "cpu (" + (model.empty() ? std::string() : model + "; ") + (isa.empty() ? "" : isa + "; ") +
          std::to_string(at::get_num_threads()) + " threads)";
 }
