@@ -4,6 +4,11 @@ JOBS ?= $(shell nproc)
 # Sub-makes of the CMake build: no "Entering directory" noise around the output.
 MAKEFLAGS += --no-print-directory
 CMAKE_FLAGS ?=
+# Ninja for a new build folder: with two cores, make's target-by-target order leaves one core idle for a
+# good part of the build (measured 74 % busy); an existing folder keeps the generator it was made with.
+GENERATOR = $(if $(wildcard $(BUILD)/CMakeCache.txt),,-G Ninja)
+# Tests two at a time: most of them wait on processes, servers, a browser or cmake for part of their time.
+TEST_JOBS ?= 2
 
 .PHONY: all deps configure build run test clean deb fuzz-deps fuzz-build fuzz asan
 
@@ -13,7 +18,7 @@ deps:
 	@scripts/install-deps.sh
 
 configure: deps
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DDIFFNET_REQUIRE_OPTIONAL=ON $(CMAKE_FLAGS) >/dev/null
+	@cmake -S . -B $(BUILD) $(GENERATOR) -DCMAKE_BUILD_TYPE=Release -DDIFFNET_REQUIRE_OPTIONAL=ON $(CMAKE_FLAGS) >/dev/null
 
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
@@ -24,7 +29,7 @@ run: build
 
 # Build and run the whole test suite.
 test: build
-	@cd $(BUILD) && ctest --output-on-failure -j 1
+	@cd $(BUILD) && ctest --output-on-failure -j $(TEST_JOBS)
 
 clean:
 	rm -rf $(BUILD)

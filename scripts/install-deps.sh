@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages DiffNet builds and runs with (--fuzz: also those of `make fuzz`). Idempotent; needs root (or sudo).
 set -euo pipefail
 PKGS=(
-  cmake g++ make pkg-config
+  cmake g++ make ninja-build pkg-config
   libtorch-dev libopenblas0-openmp libtcmalloc-minimal4
   libjpeg62-turbo-dev libpng-dev liblmdb-dev
   nlohmann-json3-dev libcli11-dev libcpp-httplib-dev

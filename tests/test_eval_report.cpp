@@ -11,6 +11,7 @@
 
 #include "diffnet/common.h"
 #include "diffnet/image_io.h"
+#include "diffnet/prediction_writer.h"
 #include "diffnet/report.h"
 #include "eval_testing.h"
 #include "testing.h"
@@ -301,4 +302,30 @@ TEST(EvalReport, FailedWritesLeaveNoPartialFiles) {
   EXPECT_FALSE(std::filesystem::exists(out + "/maps/page.prob.png"));
   for (const auto& e : std::filesystem::recursive_directory_iterator(out))
     EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << e.path();
+}
+
+// An overlay the caller already drew (predict draws it once for --out and --report) is the one written:
+// a solid colour given in place of the drawn overlay comes back from overlay.png (PNG: exactly) and from
+// the report's inlined overlay (JPEG: within a few levels).
+TEST(EvalReport, GivenOverlayIsUsed) {
+  Predictor pred(load_weights(testutil::tiny_model().path), PredictOptions{});
+  Prediction p = pred.predict_rgb(testutil::test_page(96, 80, 5), {}, "page.png");
+  at::Tensor solid = at::zeros({96, 80, 3}, at::kByte);
+  solid.select(2, 1).fill_(200);
+  const std::string dir = testutil::temp_dir("given-overlay");
+  {
+    PredictionWriter w(dir + "/out");
+    w.write(p, prediction_to_json(p, 0.5), "page", {}, solid);
+  }
+  EXPECT_TRUE(decode_image(dir + "/out/page.overlay.png").equal(solid));
+  HtmlReport report(dir + "/report.html", ReportOptions{});
+  report.add(p, solid);
+  report.finish();
+  const std::string html = text_of(dir + "/report.html");
+  const size_t img = html.find("alt=\"overlay\"");
+  ASSERT_NE(img, std::string::npos);
+  const size_t comma = html.find(";base64,", img), end = html.find('"', comma);
+  at::Tensor got = decode_image_bytes(base64_decode(html.substr(comma + 8, end - comma - 8)), "inlined");
+  ASSERT_EQ(got.sizes(), solid.sizes());
+  EXPECT_LE((got.to(at::kInt) - solid.to(at::kInt)).abs().max().item<int>(), 4);
 }

@@ -104,7 +104,7 @@ class Browser {
         await page.eval("document.getElementById('form').requestSubmit()");
         for (let i = 0; i < 600; i++) {
           const st = await page.state();
-          if (st.queue.length && st.queue.every(q => !/ - (waiting|checking)$/.test(q)) && !st.verdict.endsWith(' ...')) return st;
+          if (st.queue.length && st.queue.every(q => !/ - (waiting|checking)/.test(q)) && !st.verdict.endsWith(' ...')) return st;
           await sleep(100);
         }
         return page.state();
@@ -117,6 +117,7 @@ class Browser {
                  record: !$('record').hidden, legend: !$('legend').hidden,
                  tabs: Array.from(document.querySelectorAll('#tabs button')).map(b => b.textContent),
                  queue: Array.from(document.querySelectorAll('#queue li')).map(li => li.textContent),
+                 uploaded: Array.from(document.querySelectorAll('#queue li')).map(li => li.dataset.uploaded || ''),
                  regions: document.querySelectorAll('#regions tbody tr').length,
                  download: $('download').getAttribute('href') || '' };
       })()`),
@@ -148,6 +149,7 @@ class Browser {
     check(st.original.startsWith('blob:'), 'the uploaded image itself lies under the overlay');
     check(st.tabs.length === 0, 'an image has no page tabs');
     check(st.download.startsWith('blob:'), 'the JSON can be downloaded');
+    check(st.uploaded[0] === '100', 'the upload progress reached 100 %: ' + JSON.stringify(st.uploaded));
     const opacity = await page.eval(`(() => { const o = document.getElementById('opacity'); o.value = 30;
       o.dispatchEvent(new Event('input')); return document.getElementById('overlay').style.opacity; })()`);
     check(opacity === '0.3', 'the slider sets the overlay opacity: ' + opacity);

@@ -39,9 +39,10 @@ class PredictionWriter {
   // Writes p's maps as dir/<base>.prob.png (+ .overlay.png) and stores `record` with "outputs" added
   // (returned). The record's key is its input's exact name ("file_hex" when present, else "file"). When a
   // map cannot be written nothing of this prediction is left behind (the error propagates). prob_u8:
-  // prob_to_u8(p.prob) when the caller already has it (undefined: computed here).
+  // prob_to_u8(p.prob), overlay: render_overlay(p.rgb, p.prob, p.regions, options.overlay), when the
+  // caller already has them (undefined: computed here).
   nlohmann::json write(const Prediction& p, nlohmann::json record, const std::string& base,
-                       const at::Tensor& prob_u8 = {});
+                       const at::Tensor& prob_u8 = {}, const at::Tensor& overlay = {});
   // Rewrites predictions.jsonl now (atomic). Done by write() every flush_interval_s and by the destructor,
   // so an interrupted run loses at most the records of its last seconds, never the file.
   void flush();

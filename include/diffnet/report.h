@@ -40,7 +40,9 @@ class HtmlReport {
   ~HtmlReport();  // unfinished: the temp files are removed, path is untouched
   HtmlReport(const HtmlReport&) = delete;
   HtmlReport& operator=(const HtmlReport&) = delete;
-  void add(const Prediction& p);                                      // a summary row and a page section
+  // A summary row and a page section. overlay: render_overlay(p.rgb, p.prob, p.regions, options.overlay)
+  // when the caller already has it (undefined: drawn here).
+  void add(const Prediction& p, const at::Tensor& overlay = {});
   void add_failure(const std::string& file, const std::string& error);  // a row (and section) with the error
   void finish();  // writes header, summary table, sections; renames into place
 

@@ -74,14 +74,14 @@ std::string PredictionWriter::base_name(const std::string& file, int64_t page_nu
 }
 
 nlohmann::json PredictionWriter::write(const Prediction& p, nlohmann::json record, const std::string& base,
-                                       const at::Tensor& prob_u8) {
+                                       const at::Tensor& prob_u8, const at::Tensor& overlay_rgb) {
   const std::string prefix = dir_ + "/" + base;
   const std::string prob = prefix + ".prob.png", overlay = prefix + ".overlay.png";
   write_png(prob, prob_u8.defined() ? prob_u8 : prob_to_u8(p.prob));
   record["outputs"] = {{"prob", valid_utf8(prob)}};
   if (opt_.overlays) {
     try {
-      write_png(overlay, render_overlay(p.rgb, p.prob, p.regions, opt_.overlay));
+      write_png(overlay, overlay_rgb.defined() ? overlay_rgb : render_overlay(p.rgb, p.prob, p.regions, opt_.overlay));
     } catch (...) {
       std::error_code ec;
       std::filesystem::remove(prob, ec);

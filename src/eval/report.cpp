@@ -141,7 +141,7 @@ HtmlReport::HtmlReport(const std::string& path, ReportOptions options)
 
 HtmlReport::~HtmlReport() = default;
 
-void HtmlReport::add(const Prediction& p) {
+void HtmlReport::add(const Prediction& p, const at::Tensor& full_overlay) {
   Impl& m = *impl_;
   ++m.count;
   if (p.decision == "tampered") ++m.tampered;
@@ -156,7 +156,8 @@ void HtmlReport::add(const Prediction& p) {
        " (" + html_escape(p.score_kind) + ") &middot; " + std::to_string(p.regions.size()) + " region(s) &middot; " +
        std::to_string(p.width) + " &times; " + std::to_string(p.height) + " px</p>\n";
   for (const std::string& w : p.warnings) s += "<p class=\"error\">warning: " + html_escape(w) + "</p>\n";
-  at::Tensor overlay = shrink_to(render_overlay(p.rgb, p.prob, p.regions, m.opt.overlay), m.opt.overlay_max_side);
+  at::Tensor overlay = shrink_to(full_overlay.defined() ? full_overlay : render_overlay(p.rgb, p.prob, p.regions, m.opt.overlay),
+                                 m.opt.overlay_max_side);
   s += "<img class=\"overlay\" alt=\"overlay\" width=\"" + std::to_string(overlay.size(1)) + "\" height=\"" +
        std::to_string(overlay.size(0)) + "\" src=\"" + data_uri("image/jpeg", encode_jpeg(overlay, 85)) + "\">\n";
   overlay = at::Tensor();

@@ -201,16 +201,34 @@ function setStatus(job, status, detail) {
   if (job === shown || (!shown && status !== 'waiting')) showJob(job);
 }
 
+// POST with upload progress (fetch has none): onUpload(fraction sent); resolves {ok, status, text}.
+function post(url, body, onUpload) {
+  return new Promise((resolve, reject) => {
+    const x = new XMLHttpRequest();
+    x.open('POST', url);
+    x.upload.onprogress = (e) => { if (e.lengthComputable && e.total > 0) onUpload(e.loaded / e.total); };
+    x.upload.onload = () => onUpload(1);
+    x.onload = () => resolve({ok: x.status >= 200 && x.status < 300, status: x.status, text: x.responseText});
+    x.onerror = () => reject(new Error('no connection'));
+    x.send(body);
+  });
+}
+
 async function check(job) {
-  setStatus(job, 'checking');
+  setStatus(job, 'checking', 'checking: uploading');
   let res, body;
   try {
-    res = await fetch('/predict?maps=1&report=1&name=' + encodeURIComponent(job.file.name), {method: 'POST', body: job.file});
+    res = await post('/predict?maps=1&report=1&name=' + encodeURIComponent(job.file.name), job.file, (f) => {
+      job.uploaded = Math.max(job.uploaded || 0, Math.round(100 * f));
+      job.li.dataset.uploaded = job.uploaded;
+      if (job.status === 'checking')
+        setStatus(job, 'checking', job.uploaded < 100 ? 'checking: uploading ' + job.uploaded + ' %' : 'checking: the server is working');
+    });
   } catch (e) {
     job.error = 'The server did not answer (is diffnet serve running?): ' + e.message;
     return setStatus(job, 'error', 'error: the server did not answer');
   }
-  try { body = await res.json(); } catch (e) { body = {error: 'HTTP ' + res.status + ' without a JSON body'}; }
+  try { body = JSON.parse(res.text); } catch (e) { body = {error: 'HTTP ' + res.status + ' without a JSON body'}; }
   if (!res.ok) {
     job.error = 'Error: ' + (body.error || ('HTTP ' + res.status));
     return setStatus(job, 'error', job.error);

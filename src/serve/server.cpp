@@ -56,7 +56,7 @@ class UploadReport {
     std::error_code ec;
     if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
   }
-  void add(const Prediction& p, const Predictor& predictor, const OverlayOptions& overlay) {
+  void add(const Prediction& p, const Predictor& predictor, const OverlayOptions& overlay, const at::Tensor& drawn) {
     if (!html_) {
       std::string tmpl = (std::filesystem::temp_directory_path() / "diffnet-report-XXXXXX").string();
       if (!mkdtemp(tmpl.data())) throw Error("report", "cannot make a temporary folder for the report");
@@ -67,7 +67,7 @@ class UploadReport {
       ro.overlay = overlay;
       html_ = std::make_unique<HtmlReport>(dir_ + "/report.html", ro);
     }
-    html_->add(p);
+    html_->add(p, drawn);
   }
   std::string finish() {
     if (!html_) return "";
@@ -190,10 +190,11 @@ struct Server::Impl {
     record = prediction_to_json(p, predictor.options().threshold);
     OverlayOptions ov;
     ov.floor = predictor.options().threshold;
-    if (report) report->add(p, predictor, ov);
+    const at::Tensor drawn = maps || report ? render_overlay(p.rgb, p.prob, p.regions, ov) : at::Tensor();
+    if (report) report->add(p, predictor, ov, drawn);
     if (maps) {
       record["maps"] = {{"prob_png", base64_encode(encode_png(prob_to_u8(p.prob)))},
-                        {"overlay_png", base64_encode(encode_png(render_overlay(p.rgb, p.prob, p.regions, ov)))}};
+                        {"overlay_png", base64_encode(encode_png(drawn))}};
       if (with_image) record["maps"]["image_png"] = base64_encode(encode_png(p.rgb));
     }
     return 0;

@@ -170,11 +170,14 @@ void run(const PredictCli& o) {
     const std::string name = page > 0 ? page_name(file, page) : file;
     ++inputs;
     std::optional<Prediction> p;
+    at::Tensor drawn;
     std::string error;
     try {
       p = predict();
+      // The overlay is drawn once for the output folder and the report (the same options).
+      if (writer || report) drawn = render_overlay(p->rgb, p->prob, p->regions, overlay);
       nlohmann::json record = prediction_to_json(*p, o.opt.threshold);
-      if (writer) record = writer->write(*p, std::move(record), writer->base_name(file, page));
+      if (writer) record = writer->write(*p, std::move(record), writer->base_name(file, page), {}, drawn);
       if (o.json) {
         std::printf("%s\n", record.dump().c_str());
         std::fflush(stdout);
@@ -191,7 +194,7 @@ void run(const PredictCli& o) {
       error = what;
     }
     // Outside the try: a report that cannot be written stops the run (it is not this input's failure).
-    if (report) p ? report->add(*p) : report->add_failure(name, error);
+    if (report) p ? report->add(*p, drawn) : report->add_failure(name, error);
     if (csv) p ? csv->add(*p) : csv->add_failure(name, error);
   };
   Progress progress("predict", int64_t(files.size()), o.quiet || files.size() < 2 || table);
