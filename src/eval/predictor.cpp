@@ -182,7 +182,8 @@ Predictor::Predictor(LoadedModel model, PredictOptions options) : impl_(std::mak
     throw Error("--dct-source", "expected auto, file or pixels, got '" + o.dct_source + "'");
   if (!(o.threshold >= 0 && o.threshold < 1)) throw Error("--threshold", "must be in [0, 1)");
   impl_->device = parse_device(o.device);
-  impl_->precision = resolve_precision(o.precision, impl_->device, cpu_has_native_bf16());
+  // /proc/cpuinfo is read only when auto asks for it (every Predictor is made with a precision).
+  impl_->precision = resolve_precision(o.precision, impl_->device, o.precision == "auto" && cpu_has_native_bf16());
   impl_->lm.model->to(impl_->device);
   impl_->lm.model->eval();
   // bf16: the weights converted (the zero-sum filters run in float32: src/model/discrepancy.cpp).

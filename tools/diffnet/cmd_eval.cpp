@@ -72,7 +72,7 @@ Registrar reg("eval", [](CLI::App& app) {
   sub->add_option("--reliability-png", o->reliability_png, "Write a reliability diagram of the image scores here");
   sub->add_option("--batch", o->predict.batch, "Windows per forward pass")->capture_default_str();
   sub->add_option("--device", o->predict.device, "cpu | cuda | cuda:N")->capture_default_str();
-  sub->add_option("--precision", o->predict.precision, "f32 | bf16 | auto (bf16 where the CPU has native bf16: AVX512-BF16/AMX)")->capture_default_str();
+  sub->add_option("--precision", o->predict.precision, kPrecisionHelp)->capture_default_str();
   sub->add_option("--dct-source", o->predict.dct_source, "auto | file | pixels")
       ->check(CLI::IsMember({"auto", "file", "pixels"}))
       ->capture_default_str();

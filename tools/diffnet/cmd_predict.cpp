@@ -267,7 +267,7 @@ Registrar reg("predict", [](CLI::App& app) {
   sub->add_flag("--table", o->table, "Print a table: file, score, decision, regions (default without --json)");
   sub->add_flag("-q,--quiet", o->quiet, "No progress line");
   sub->add_option("--device", o->opt.device, "cpu | cuda | cuda:N")->capture_default_str();
-  sub->add_option("--precision", o->opt.precision, "f32 | bf16 | auto (bf16 where the CPU has native bf16: AVX512-BF16/AMX)")->capture_default_str();
+  sub->add_option("--precision", o->opt.precision, kPrecisionHelp)->capture_default_str();
   sub->add_flag("--bench", o->bench, "Time A4 pages at 150 and 300 dpi (synthetic JPEGs) instead of predicting");
   sub->add_option("--preset", o->bench_preset, "With --bench or --random-weights: random weights of this preset (e.g. base)");
   sub->add_option("--bench-runs", o->bench_runs, "Timed runs per page for --bench")->capture_default_str();

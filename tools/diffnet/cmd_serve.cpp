@@ -87,7 +87,7 @@ Registrar reg("serve", [](CLI::App& app) {
   sub->add_option("--window", o->predict.window, "Window size R (multiple of 32); default: the weights' train_size, else 512");
   sub->add_option("--stride", o->predict.stride, "Window stride (multiple of 8, <= R); default R");
   sub->add_option("--batch", o->predict.batch, "Windows per forward pass")->capture_default_str();
-  sub->add_option("--precision", o->predict.precision, "f32 | bf16 | auto (bf16 where the CPU has native bf16: AVX512-BF16/AMX)")->capture_default_str();
+  sub->add_option("--precision", o->predict.precision, kPrecisionHelp)->capture_default_str();
   sub->add_option("--threshold", o->predict.threshold, "Decision and region threshold")->capture_default_str();
   sub->callback([o] { run(*o); });
 });

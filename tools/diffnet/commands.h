@@ -24,6 +24,10 @@ struct Registrar {
   }
 };
 
+// Help of --precision, the same for predict, eval and serve.
+inline constexpr const char* kPrecisionHelp =
+    "f32 | bf16 | auto (on a CPU with native bf16, whichever a start-up timing finds faster; else f32)";
+
 // Exit code the running sub-command wants (commands may set it, e.g. 1 for "tampered found" modes).
 int& exit_code();
 

@@ -5,6 +5,7 @@
 #include <csignal>
 #include <cstdio>
 #include <exception>
+#include <functional>
 #include <string>
 
 #include "commands.h"
@@ -32,8 +33,11 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int threads = 0;
   app.add_option("-t,--threads", threads, "CPU threads (default: $DIFFNET_THREADS or all hardware threads)");
-  // The version, and which default weights this binary would use (an installed one: its own prefix's).
-  app.set_version_flag("--version", std::string("diffnet ") + version() + "\ndefault weights: " + default_weights_path());
+  // The version, and which default weights this binary would use (an installed one: its own prefix's);
+  // looked up only when asked for.
+  app.set_version_flag("--version", std::function<std::string()>([] {
+    return std::string("diffnet ") + version() + "\ndefault weights: " + default_weights_path();
+  }));
   auto& registry = cli::command_registry();
   std::sort(registry.begin(), registry.end(),
             [](const cli::CommandSpec& a, const cli::CommandSpec& b) { return a.name < b.name; });
