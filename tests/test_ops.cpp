@@ -1,7 +1,10 @@
 // Tests of the zero-sum discrepancy operator (docs/ops.md): the dense reference against an independent float64
 // loop, the fused op against the dense reference and finite differences (float64, all K x M, both
-// families, odd/non-square/tiny maps, batch > 1, channels_last and strided inputs), determinism,
-// inference helpers, errors, the benchmark's output, and the same checks on CUDA when present.
+// families, odd/non-square/tiny maps, batch > 1, channels_last and strided inputs), determinism, the
+// implementation rule, the registered op under autocast, errors, the benchmark's output, and the same checks
+// on CUDA when present.
+#include <ATen/autocast_mode.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
@@ -195,20 +198,66 @@ TEST(ZeroSumFused, OutputKeepsChannelsLast) {
   EXPECT_LT(testutil::max_abs_diff(out, loop_reference(in.x, in.theta, in.weight, in.bias, 1, "abs")), 1e-12);
 }
 
-TEST(ZeroSumFused, InferenceHelpersMatchDense) {
+TEST(ZeroSumFused, NoGradForwardOfBothImplementationsMatchesTheLoops) {
   Case c{2, 3, 11, 6, 5, 2, 1};
   opstest::Inputs in = opstest::make_inputs(c, 13);
+  c10::NoGradGuard no_grad;
   at::Tensor ref = loop_reference(in.x, in.theta, in.weight, in.bias, 1, "abs");
-  ops::ZeroSumCoefficients k = ops::zero_sum_materialize(in.theta, in.weight, in.bias, 1);
-  for (const char* impl : {"fused", "dense", "auto"})
-    EXPECT_LT(testutil::max_abs_diff(ops::zero_sum_infer(in.x, k, impl), ref), 1e-12) << impl;
-  EXPECT_LT(testutil::max_abs_diff(ops::zero_sum_infer(in.x, k, "dense", "tanh"),
+  for (const char* impl : {"fused", "dense"})
+    EXPECT_LT(testutil::max_abs_diff(ops::zero_sum(in.x, in.theta, in.weight, in.bias, 1, impl), ref), 1e-12) << impl;
+  EXPECT_LT(testutil::max_abs_diff(ops::zero_sum(in.x, in.theta, in.weight, in.bias, 1, "dense", "tanh"),
                                    loop_reference(in.x, in.theta, in.weight, in.bias, 1, "tanh")),
             1e-12);
-  // float32 input with float64 coefficients: converted to the input's dtype.
-  at::Tensor f = ops::zero_sum_infer(in.x.to(at::kFloat), k, "fused");
-  EXPECT_EQ(f.scalar_type(), at::kFloat);
-  EXPECT_LT(testutil::max_abs_diff(f, ref), 1e-4);
+}
+
+// The one rule that picks an implementation, against the table written out by hand.
+TEST(ZeroSumImpl, ChoiceFollowsTheRule) {
+  struct Row {
+    const char *filter, *activation, *requested;
+    bool forced, inference;
+    const char* expected;
+  };
+  const Row rows[] = {
+      {"zero_sum", "abs", "fused", false, false, "fused"},  {"zero_sum", "abs", "fused", false, true, "fused"},
+      {"zero_sum", "abs", "dense", false, false, "dense"},  {"zero_sum", "abs", "dense", false, true, "fused"},
+      {"zero_sum", "abs", "dense", true, true, "dense"},    {"zero_sum", "abs", "dense", true, false, "dense"},
+      {"zero_sum", "abs", "fused", true, true, "fused"},    {"zero_sum", "tanh", "fused", false, true, "dense"},
+      {"zero_sum", "none", "fused", false, false, "dense"}, {"srm", "abs", "fused", false, true, "dense"},
+      {"free", "abs", "fused", false, false, "dense"},      {"bayar", "abs", "fused", false, true, "dense"},
+  };
+  for (const Row& r : rows)
+    EXPECT_EQ(ops::zero_sum_impl_for(r.filter, r.activation, r.requested, r.forced, r.inference), r.expected)
+        << r.filter << " " << r.activation << " " << r.requested << " forced " << r.forced << " inference "
+        << r.inference;
+  EXPECT_NE(error_of([] { ops::zero_sum_impl_for("zero_sum", "abs", "sparse", false, true); }).find("dense|fused"),
+            std::string::npos);
+}
+
+// The registered op: the dispatcher finds the schema and a kernel for the CPU, and bf16 inputs under CPU
+// autocast run in float32 (the result equals the float32 op on the same bf16-rounded values).
+TEST(ZeroSumFused, RegisteredOpAndAutocast) {
+  auto schema = c10::Dispatcher::singleton().findSchema({"diffnet::zero_sum_fused", ""});
+  ASSERT_TRUE(schema.has_value());
+  EXPECT_TRUE(schema->hasKernelForDispatchKey(c10::DispatchKey::CPU));
+  EXPECT_TRUE(schema->hasKernelForDispatchKey(c10::DispatchKey::AutocastCPU));
+  Case c{2, 4, 10, 9, 7, 2, 1};
+  opstest::Inputs in = opstest::make_inputs(c, 14);
+  at::Tensor xb = in.x.to(at::kBFloat16), tb = in.theta.to(at::kFloat), wb = in.weight.to(at::kFloat),
+             bb = in.bias.to(at::kFloat);
+  at::Tensor out;
+  {
+    at::autocast::set_cpu_enabled(true);
+    out = ops::zero_sum_fused(xb, tb, wb, bb, 1);
+    at::autocast::set_cpu_enabled(false);
+  }
+  EXPECT_EQ(out.scalar_type(), at::kFloat);
+  at::Tensor ref = loop_reference(xb.to(at::kDouble), tb.to(at::kDouble), wb.to(at::kDouble), bb.to(at::kDouble), 1,
+                                  "abs");
+  EXPECT_LT(testutil::max_abs_diff(out.to(at::kDouble), ref), 1e-4);
+  // Without autocast, bf16 is refused with a message that says what is supported.
+  EXPECT_NE(error_of([&] { ops::zero_sum_fused(xb, tb.to(at::kBFloat16), wb.to(at::kBFloat16), bb.to(at::kBFloat16), 1); })
+                .find("float32/float64"),
+            std::string::npos);
 }
 
 TEST(ZeroSumFused, BadArgumentsAreOneLineErrors) {

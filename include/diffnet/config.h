@@ -42,9 +42,9 @@ struct ModelConfig {
   std::string filter = "zero_sum";  // zero_sum | free (A0/A20) | srm (A14) | bayar (A18)
   std::string families = "mixed";   // mixed (first half free, second half centre-anchored) | free | anchored (A17)
   std::string activation = "abs";   // abs | none (A15) | tanh (A16)
-  // fused (hand-written op, measured faster: docs/model.md; dense is used where fused does not apply:
-  // activation != abs or filter != zero_sum) | dense (reference). Inference (eval, no grad) uses fused
-  // where it applies unless set_disc_impl("dense") was called.
+  // fused (hand-written op, measured faster: docs/model.md) | dense (reference). What actually runs is
+  // decided in one place, ops::zero_sum_impl_for (include/diffnet/zero_sum.h): dense where fused does not
+  // apply (activation != abs or filter != zero_sum), fused in inference unless set_disc_impl("dense").
   std::string disc_impl = "fused";
   bool disc_on_input = false;       // A19: apply the filters to the input image as an extra modality
   // Weight decay for the discrepancy filter parameters (theta); -1 = the optimizer's (A20 sets 0.1).

@@ -38,7 +38,9 @@ at::Tensor depthwise_multi(const at::Tensor& x, const at::Tensor& kernels);
 at::Tensor zero_sum_dense(const at::Tensor& x, const at::Tensor& theta, const at::Tensor& weight,
                           const at::Tensor& bias, int64_t n_free, const std::string& activation = "abs");
 
-// Fused training operator (abs only), autograd-enabled; CPU float32/float64, CUDA when compiled in.
+// Fused operator (abs only), autograd-enabled: the registered op diffnet::zero_sum_fused with kernels for
+// CPU and CUDA (when compiled in), float32/float64, and for autocast (bf16/fp16 inputs under autocast run
+// in float32 and return float32).
 // K in {3, 5, 7, 9}, 1 <= M <= 4 (other sizes: Error suggesting dense). Gradients for x, theta, weight
 // and bias (theta of anchored filters: sign(theta) * g with sign(0) = 0); weight gradients are
 // deterministic (bit-identical run after run, any thread count). Not twice differentiable.
@@ -55,24 +57,13 @@ bool zero_sum_has_cuda();
 // True when this build has the CUDA kernels and a CUDA device is usable.
 bool zero_sum_cuda_available();
 
-// ---- Inference (docs/design.md §2.4, item 3): materialise once after loading weights, then run without autograd.
-struct ZeroSumCoefficients {
-  at::Tensor kernels;  // (C, M, K*K) full kernels: a at the neighbours, -s at the centre (detached)
-  at::Tensor weight;   // (C, M)
-  at::Tensor bias;     // (C)
-  int64_t K = 0;
-};
-
-// Computes the full kernels from theta once (no autograd). Re-run after the weights change.
-ZeroSumCoefficients zero_sum_materialize(const at::Tensor& theta, const at::Tensor& weight,
-                                         const at::Tensor& bias, int64_t n_free);
-
-// The faster inference path on a device ("fused" | "dense"), from the measurements in docs/ops.md.
-std::string zero_sum_infer_default(const at::Device& device);
-
-// No-grad forward with materialised coefficients. impl: "fused" | "dense" | "auto" (zero_sum_infer_default).
-// Coefficients are moved to x's device/dtype if needed (cache them there to avoid the copy).
-at::Tensor zero_sum_infer(const at::Tensor& x, const ZeroSumCoefficients& coeffs, const std::string& impl = "auto",
-                          const std::string& activation = "abs");
+// The one place the implementation of a filter bank is chosen. The fused op applies to zero-sum filters
+// with the abs activation (zero_sum_fused_applies); elsewhere the bank runs dense. Where it applies, fused
+// runs when requested ("fused", the configuration's default), and in inference (no gradients) whatever
+// the configuration says unless dense was `forced` for this run (set_disc_impl): it is the faster path on
+// every shape measured (docs/ops.md). Returns "fused" | "dense"; throws for an unknown `requested`.
+bool zero_sum_fused_applies(const std::string& filter, const std::string& activation);
+std::string zero_sum_impl_for(const std::string& filter, const std::string& activation, const std::string& requested,
+                              bool forced, bool inference);
 
 }  // namespace diffnet::ops

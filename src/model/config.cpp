@@ -2,9 +2,10 @@
 #include "diffnet/config.h"
 
 #include <algorithm>
-#include <set>
+#include <string>
 
 #include "diffnet/common.h"
+#include "diffnet/zero_sum.h"
 
 namespace diffnet {
 namespace {
@@ -26,6 +27,47 @@ std::string join(std::initializer_list<const char*> options) {
 void check_choice(const std::string& field, const std::string& v, std::initializer_list<const char*> options) {
   if (!one_of(v, options))
     throw Error(kSubject, field + " = '" + v + "' is not one of " + join(options));
+}
+
+// Every field of ModelConfig once, by its JSON name: serialisation, the set of known names and reading
+// all come from this list.
+template <class C, class F>
+void visit_fields(C& c, F&& f) {
+  f("preset", c.preset);
+  f("backbone", c.backbone);
+  f("dims", c.dims);
+  f("depths", c.depths);
+  f("drop_path_rate", c.drop_path_rate);
+  f("dct_head", c.dct_head);
+  f("dct_dim", c.dct_dim);
+  f("dct_depth", c.dct_depth);
+  f("dct_table_bias", c.dct_table_bias);
+  f("dct_freq_embed", c.dct_freq_embed);
+  f("dct_gamma", c.dct_gamma);
+  f("dct_beta", c.dct_beta);
+  f("dct_linear", c.dct_linear);
+  f("fuse_dct_init", c.fuse_dct_init);
+  f("disc_dim", c.disc_dim);
+  f("kernel_size", c.kernel_size);
+  f("num_filters", c.num_filters);
+  f("filter", c.filter);
+  f("families", c.families);
+  f("activation", c.activation);
+  f("disc_impl", c.disc_impl);
+  f("disc_on_input", c.disc_on_input);
+  f("filter_weight_decay", c.filter_weight_decay);
+  f("refine_depth", c.refine_depth);
+  f("refine", c.refine);
+}
+
+template <class T>
+void read_field(const nlohmann::json& j, const char* key, T& out) {
+  if (!j.contains(key)) return;
+  try {
+    j.at(key).get_to(out);
+  } catch (const nlohmann::json::exception&) {
+    throw Error(kSubject, std::string("field '") + key + "' has the wrong type: " + j.at(key).dump());
+  }
 }
 
 }  // namespace
@@ -148,36 +190,12 @@ void apply_ablation(ModelConfig& c, const std::string& id) {
   } else {
     throw Error("ablation", "unknown ablation '" + id + "' (A0..A20)");
   }
-  if (c.disc_impl == "fused" && (c.activation != "abs" || c.filter != "zero_sum")) c.disc_impl = "dense";
+  c.disc_impl = ops::zero_sum_impl_for(c.filter, c.activation, c.disc_impl, /*forced=*/true, /*inference=*/false);
 }
 
 nlohmann::json to_json(const ModelConfig& c) {
-  nlohmann::json j;
-  j["preset"] = c.preset;
-  j["backbone"] = c.backbone;
-  j["dims"] = c.dims;
-  j["depths"] = c.depths;
-  j["drop_path_rate"] = c.drop_path_rate;
-  j["dct_head"] = c.dct_head;
-  j["dct_dim"] = c.dct_dim;
-  j["dct_depth"] = c.dct_depth;
-  j["dct_table_bias"] = c.dct_table_bias;
-  j["dct_freq_embed"] = c.dct_freq_embed;
-  j["dct_gamma"] = c.dct_gamma;
-  j["dct_beta"] = c.dct_beta;
-  j["dct_linear"] = c.dct_linear;
-  j["fuse_dct_init"] = c.fuse_dct_init;
-  j["disc_dim"] = c.disc_dim;
-  j["kernel_size"] = c.kernel_size;
-  j["num_filters"] = c.num_filters;
-  j["filter"] = c.filter;
-  j["families"] = c.families;
-  j["activation"] = c.activation;
-  j["disc_impl"] = c.disc_impl;
-  j["disc_on_input"] = c.disc_on_input;
-  j["filter_weight_decay"] = c.filter_weight_decay;
-  j["refine_depth"] = c.refine_depth;
-  j["refine"] = c.refine;
+  nlohmann::json j = nlohmann::json::object();
+  visit_fields(c, [&](const char* name, const auto& v) { j[name] = v; });
   return j;
 }
 
@@ -192,48 +210,19 @@ ModelConfig model_config_from_json(const nlohmann::json& j) {
     if (std::find(names.begin(), names.end(), p) != names.end()) c = model_preset(p);
     c.preset = p;
   }
-  const std::set<std::string> known = {
-      "preset", "backbone", "dims", "depths", "drop_path_rate", "dct_head", "dct_dim", "dct_depth",
-      "dct_table_bias", "dct_freq_embed", "dct_gamma", "dct_beta", "dct_linear", "fuse_dct_init",
-      "disc_dim", "kernel_size", "num_filters", "filter", "families", "activation", "disc_impl",
-      "disc_on_input", "filter_weight_decay", "refine_depth", "refine"};
-  for (auto it = j.begin(); it != j.end(); ++it)
-    if (!known.count(it.key())) throw Error(kSubject, "unknown field '" + it.key() + "'");
-  auto get = [&](const char* key, auto& out) {
-    if (!j.contains(key)) return;
-    try {
-      j.at(key).get_to(out);
-    } catch (const nlohmann::json::exception&) {
-      throw Error(kSubject, std::string("field '") + key + "' has the wrong type: " + j.at(key).dump());
-    }
-  };
-  if (j.contains("backbone")) {
-    get("backbone", c.backbone);
-    convnextv2_variant(c.backbone, c.dims, c.depths);  // explicit dims/depths below override
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    bool known = false;
+    visit_fields(c, [&](const char* name, const auto&) { known = known || it.key() == name; });
+    if (!known) throw Error(kSubject, "unknown field '" + it.key() + "'");
   }
-  get("dims", c.dims);
-  get("depths", c.depths);
-  get("drop_path_rate", c.drop_path_rate);
-  get("dct_head", c.dct_head);
-  get("dct_dim", c.dct_dim);
-  get("dct_depth", c.dct_depth);
-  get("dct_table_bias", c.dct_table_bias);
-  get("dct_freq_embed", c.dct_freq_embed);
-  get("dct_gamma", c.dct_gamma);
-  get("dct_beta", c.dct_beta);
-  get("dct_linear", c.dct_linear);
-  get("fuse_dct_init", c.fuse_dct_init);
-  get("disc_dim", c.disc_dim);
-  get("kernel_size", c.kernel_size);
-  get("num_filters", c.num_filters);
-  get("filter", c.filter);
-  get("families", c.families);
-  get("activation", c.activation);
-  get("disc_impl", c.disc_impl);
-  get("disc_on_input", c.disc_on_input);
-  get("filter_weight_decay", c.filter_weight_decay);
-  get("refine_depth", c.refine_depth);
-  get("refine", c.refine);
+  // backbone first: it sets dims/depths, which explicit dims/depths then override.
+  if (j.contains("backbone")) {
+    read_field(j, "backbone", c.backbone);
+    convnextv2_variant(c.backbone, c.dims, c.depths);
+  }
+  visit_fields(c, [&](const char* name, auto& v) {
+    if (std::string(name) != "preset" && std::string(name) != "backbone") read_field(j, name, v);
+  });
   c.validate();
   return c;
 }

@@ -62,9 +62,9 @@ at::Tensor FilterBank::kernels() const {
 }
 
 at::Tensor FilterBank::forward(const at::Tensor& x, bool training) {
-  if (x.scalar_type() == at::kBFloat16 || x.scalar_type() == at::kHalf) {
-    // Reduced-precision models (bf16 inference): the filters run in float32 (the fused op and reflection
-    // padding are float-only), on float copies of the parameters.
+  if (proj_weight.scalar_type() == at::kBFloat16 || proj_weight.scalar_type() == at::kHalf) {
+    // Reduced-precision models (--precision bf16): the filters run in float32 (their responses are
+    // differences of nearly equal sums), on float copies of the parameters.
     FilterBank f32 = *this;
     if (theta.defined()) f32.theta = theta.to(at::kFloat);
     if (srm.defined()) f32.srm = srm.to(at::kFloat);
@@ -75,11 +75,11 @@ at::Tensor FilterBank::forward(const at::Tensor& x, bool training) {
   }
   const int64_t C = channels_, M = num_filters_;
   const bool inference = !training && !c10::GradMode::is_enabled();
-  const bool fused_applies = filter_ == "zero_sum" && activation_ == "abs";
-  if (fused_applies && (impl_ == "fused" || (inference && !explicit_impl_)))
-    return ops::zero_sum(x, theta, proj_weight, proj_bias, n_free_, "fused", activation_);
-  if (filter_ == "zero_sum" && !inference)
-    return ops::zero_sum(x, theta, proj_weight, proj_bias, n_free_, "dense", activation_);
+  if (ops::zero_sum_impl_for(filter_, activation_, impl_, explicit_impl_, inference) == "fused")
+    return ops::zero_sum_fused(x, theta, proj_weight, proj_bias, n_free_);  // bf16 under autocast: float32 inside
+  if (x.scalar_type() == at::kBFloat16 || x.scalar_type() == at::kHalf)  // autocast: dense filters in float32 too
+    return forward(x.to(at::kFloat), training).to(x.scalar_type());
+  if (filter_ == "zero_sum" && !inference) return ops::zero_sum_dense(x, theta, proj_weight, proj_bias, n_free_, activation_);
   at::Tensor k;
   if (inference) {
     const at::Tensor& src = filter_ == "srm" ? srm : theta;

@@ -19,10 +19,9 @@ at::Tensor srm_kernels(int64_t K);
 class FilterBank {
  public:
   void init(torch::nn::Module& owner, const ModelConfig& cfg, int64_t channels);
-  // x (B,C,H,W) -> (B,C,H,W). The fused op runs where it applies (zero_sum filters, abs) when the impl is
-  // fused, and in inference (eval, no grad) unless set_impl("dense") was called: it measured 2-3x faster
-  // than the dense conv on CPU. Otherwise dense; in inference its materialised kernels are cached
-  // (recomputed when theta changes: version counter or storage).
+  // x (B,C,H,W) -> (B,C,H,W), fused or dense as ops::zero_sum_impl_for decides (set_impl forces the
+  // choice). Dense inference caches its materialised kernels (recomputed when theta changes: version
+  // counter or storage).
   at::Tensor forward(const at::Tensor& x, bool training);
   // Materialised kernels (C,M,K,K) from the current parameters.
   at::Tensor kernels() const;

@@ -5,6 +5,7 @@ set(DIFFNET_OPS_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/zero_sum.cpp
   ${CMAKE_CURRENT_LIST_DIR}/zero_sum_dense.cpp
   ${CMAKE_CURRENT_LIST_DIR}/cpu/zero_sum_kernel.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/cpu/zero_sum_cpu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/autograd/zero_sum_autograd.cpp
   ${CMAKE_CURRENT_LIST_DIR}/zero_sum_bench.cpp)
 add_library(diffnet_ops STATIC ${DIFFNET_OPS_SOURCES})

@@ -5,12 +5,15 @@
 #include <ATen/ATen.h>
 
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 namespace diffnet::ops::detail {
 
 // Full kernels (C, M, K*K) from theta (C, M, K*K-1): a (free: theta, anchored: |theta|) at the
-// neighbours, -s = -sum(a) at the centre. s is computed once here, per call.
+// neighbours, -s = -sum(a) at the centre. s is computed once here, per call. (LibTorch ops: any device;
+// the CUDA kernels have their own.)
 at::Tensor full_kernels(const at::Tensor& theta, int64_t n_free);
 
 // Chain rule from the full-kernel gradient (C, M, K*K) to theta: da = dk[nb] - dk[centre];
@@ -21,15 +24,35 @@ at::Tensor theta_grad(const at::Tensor& dkern, const at::Tensor& theta, int64_t 
 void check_fused_args(const at::Tensor& x, const at::Tensor& theta, const at::Tensor& weight,
                       const at::Tensor& bias);
 
-// Forward on full kernels: x (B,C,H,W) any layout (pass to_planes(x) for speed), kern (C,M,K*K),
-// weight (C,M), bias (C), same dtype and device. Returns (B,C,H,W) contiguous NCHW.
-at::Tensor fused_forward(const at::Tensor& x, const at::Tensor& kern, const at::Tensor& weight,
-                         const at::Tensor& bias);
+// Full kernels and weight with M padded to what the raw kernels are built for (M = 3 runs as M = 4 with a
+// zero filter of zero weight); both contiguous. M itself when it needs no padding.
+std::pair<at::Tensor, at::Tensor> padded_filters(const at::Tensor& kern, const at::Tensor& weight);
 
-// Backward on full kernels: returns {dx (undefined unless need_dx; contiguous NCHW), dkern (C,M,K*K),
-// dweight, dbias}.
-std::vector<at::Tensor> fused_backward(const at::Tensor& x, const at::Tensor& grad, const at::Tensor& kern,
-                                       const at::Tensor& weight, bool need_dx);
+// ---- The fused op per dispatch key (registered in autograd/zero_sum_autograd.cpp) ------------------------
+// Schema diffnet::zero_sum_fused(Tensor x, Tensor theta, Tensor weight, Tensor bias, int n_free) -> Tensor:
+// x any layout (CPU reads any strides; channels_last is converted once), output in x's layout (channels_last
+// in, channels_last out; else contiguous NCHW). Arguments are checked by check_fused_args before dispatch.
+// Schema diffnet::_zero_sum_fused_backward(Tensor grad, Tensor x, Tensor theta, Tensor weight, int n_free,
+// bool need_dx) -> (Tensor, Tensor, Tensor, Tensor): {dx (undefined unless need_dx; contiguous NCHW), dtheta,
+// dweight, dbias}, from NCHW x and grad (what the autograd kernel saves: to_planes of the input).
+// Each kernel dispatches on the dtype once (AT_DISPATCH_FLOATING_TYPES: float32, float64).
+at::Tensor fused_forward_cpu(const at::Tensor& x, const at::Tensor& theta, const at::Tensor& weight,
+                             const at::Tensor& bias, int64_t n_free);
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_backward_cpu(const at::Tensor& grad,
+                                                                            const at::Tensor& x,
+                                                                            const at::Tensor& theta,
+                                                                            const at::Tensor& weight,
+                                                                            int64_t n_free, bool need_dx);
+#ifdef DIFFNET_WITH_CUDA
+// CUDA (cuda/zero_sum_cuda.cpp): same contracts; coefficients and theta gradients by CUDA kernels too.
+at::Tensor fused_forward_cuda(const at::Tensor& x, const at::Tensor& theta, const at::Tensor& weight,
+                              const at::Tensor& bias, int64_t n_free);
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_backward_cuda(const at::Tensor& grad,
+                                                                             const at::Tensor& x,
+                                                                             const at::Tensor& theta,
+                                                                             const at::Tensor& weight,
+                                                                             int64_t n_free, bool need_dx);
+#endif
 
 // Layout handling around the kernels. The CPU kernels read and write (b, c) planes with any strides, but
 // gathering planes from a channel-innermost (channels_last) tensor is slow, so such tensors are converted
@@ -60,14 +83,5 @@ inline const char* dense_variant_for(int64_t C, int64_t H, int64_t W) {
   return C >= 256 && H * W > 32 * 32 ? "split" : "split_cl";
 }
 
-#ifdef DIFFNET_WITH_CUDA
-// CUDA versions (cuda/zero_sum_cuda.cpp): same contracts, CUDA tensors, contiguous NCHW inputs.
-at::Tensor fused_forward_cuda(const at::Tensor& x, const at::Tensor& kern, const at::Tensor& weight,
-                              const at::Tensor& bias);
-std::vector<at::Tensor> fused_backward_cuda(const at::Tensor& x, const at::Tensor& grad,
-                                            const at::Tensor& kern, const at::Tensor& weight, bool need_dx);
-at::Tensor full_kernels_cuda(const at::Tensor& theta, int64_t n_free);
-at::Tensor theta_grad_cuda(const at::Tensor& dkern, const at::Tensor& theta, int64_t n_free);
-#endif
 
 }  // namespace diffnet::ops::detail
