@@ -76,7 +76,7 @@ TEST(Device, ParseNamesAndErrors) {
       parse_device("cuda");
       FAIL() << "cuda accepted without CUDA";
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("--device"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("device: "), std::string::npos) << e.what();
     }
   } else {
     EXPECT_TRUE(parse_device("cuda").is_cuda());
@@ -116,7 +116,7 @@ TEST(Device, CpuFlagsAndPrecision) {
     resolve_precision("fp16", cpu, true);
     FAIL() << "fp16 accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("--precision"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("precision: "), std::string::npos) << e.what();
   }
 }
 

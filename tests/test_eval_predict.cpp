@@ -389,6 +389,43 @@ TEST(EvalPredict, CalibrateFitsStatsAndWritesMetadata) {
 }
 #endif
 
+// The server's slots: one read of the weights, copies with equal values and storage of their own.
+TEST(EvalPredict, CopyModelIsEqualAndIndependent) {
+  LoadedModel a = load_weights(tiny_model().path);
+  LoadedModel b = copy_model(a);
+  EXPECT_EQ(b.source, a.source);
+  EXPECT_EQ(b.train_size, a.train_size);
+  EXPECT_EQ(b.calibration.has_value(), a.calibration.has_value());
+  DiffNet ma(a.model), mb(b.model);
+  auto sa = model_state(ma), sb = model_state(mb);
+  ASSERT_EQ(sa.size(), sb.size());
+  for (const auto& [name, t] : sa) EXPECT_TRUE(at::equal(t, sb.at(name))) << name;
+  const at::Tensor before = ma->parameters().front().detach().clone();
+  {
+    torch::NoGradGuard no_grad;
+    mb->parameters().front().add_(1.0);
+  }
+  EXPECT_TRUE(at::equal(ma->parameters().front(), before));  // the original is untouched
+  EXPECT_TRUE(at::allclose(mb->parameters().front(), before + 1.0));
+}
+
+// The library names fields ("batch: ..."); the CLI names the flag the user typed.
+TEST(EvalPredict, CliErrorsNameTheFlag) {
+  std::string in = testutil::temp_dir("flag-names");
+  write_png(in + "/a.png", test_image(40, 40, 3));
+  testutil::CliResult r =
+      testutil::run_cli("predict '" + in + "/a.png' --weights '" + tiny_model().path + "' --batch 0 -q");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("error: --batch: must be >= 1"), std::string::npos) << r.err;
+  r = testutil::run_cli("predict '" + in + "/a.png' --weights '" + tiny_model().path + "' --window 100 -q");
+  EXPECT_NE(r.err.find("error: --window: window size 100 must be a positive multiple of 32"), std::string::npos)
+      << r.err;
+  // A unit suffix of the field (request_timeout_s) is not part of the flag.
+  r = testutil::run_cli("serve --weights '" + tiny_model().path + "' --request-timeout 0 --port 0");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("error: --request-timeout: must be > 0"), std::string::npos) << r.err;
+}
+
 TEST(EvalPredict, CliWritesMapsOverlaysAndRecords) {
   std::string in = testutil::temp_dir("predict-in"), out = testutil::temp_dir("predict-out") + "/o";
   write_png(in + "/a.png", test_image(70, 100, 5));

@@ -171,6 +171,75 @@ ModelConfig tiny_model() {
   return m;
 }
 
+// The precedence of a run's configuration, each step against values written out here.
+TEST(TrainConfigResolve, Precedence) {
+  TrainConfigSources none;
+  ResolvedTrainConfig r = resolve_train_config(none);
+  EXPECT_EQ(r.model.preset, "atto");
+  EXPECT_EQ(r.model.dims, (std::vector<int64_t>{40, 80, 160, 320}));
+  EXPECT_EQ(r.train.size, 512);
+  EXPECT_DOUBLE_EQ(r.train.lr, 1e-4);
+
+  // preset: given > file > atto; the file's model fields over the preset; ablations after them, the
+  // given ones after the file's; disc_impl and drop_path_rate last.
+  TrainConfigSources s;
+  s.file = nlohmann::json::parse(R"({"preset": "femto", "model": {"kernel_size": 9, "num_filters": 4},
+                                     "ablations": ["A13"],
+                                     "train": {"lr": 0.002, "steps": 7, "augment": {"prob_disable": 0.5}}})");
+  r = resolve_train_config(s);
+  EXPECT_EQ(r.model.preset, "femto");
+  EXPECT_EQ(r.model.dims, (std::vector<int64_t>{48, 96, 192, 384}));
+  EXPECT_EQ(r.model.num_filters, 4);
+  EXPECT_EQ(r.model.kernel_size, 3);  // A13 after the file's 9
+  EXPECT_EQ(r.model.disc_impl, "fused");
+  EXPECT_DOUBLE_EQ(r.train.lr, 0.002);
+  EXPECT_EQ(r.train.steps, 7);
+  EXPECT_DOUBLE_EQ(r.train.augment.prob_disable, 0.5);
+  s.preset = "pico";
+  s.ablations = {"A12"};
+  s.disc_impl = "dense";
+  s.drop_path_rate = 0.3;
+  s.train = nlohmann::json::parse(R"({"steps": 9, "augment": {"enabled": false}})");
+  r = resolve_train_config(s);
+  EXPECT_EQ(r.model.preset, "pico");
+  EXPECT_EQ(r.model.dims, (std::vector<int64_t>{64, 128, 256, 512}));
+  EXPECT_EQ(r.model.kernel_size, 5);  // the given A12 after the file's A13
+  EXPECT_EQ(r.model.disc_impl, "dense");
+  EXPECT_DOUBLE_EQ(r.model.drop_path_rate, 0.3);
+  EXPECT_DOUBLE_EQ(r.train.lr, 0.002);  // the file's, not given
+  EXPECT_EQ(r.train.steps, 9);
+  EXPECT_FALSE(r.train.augment.enabled);
+  EXPECT_DOUBLE_EQ(r.train.augment.prob_disable, 0.5);  // a partial augment object keeps the file's
+  // An ablation without zero-sum filters records the implementation it trains with.
+  TrainConfigSources srm;
+  srm.ablations = {"A14"};
+  EXPECT_EQ(resolve_train_config(srm).model.disc_impl, "dense");
+
+  // --init with no preset or model named: the weights' own model; a named preset wins over it.
+  const std::string dir = testutil::temp_dir("resolve");
+  DiffNet tiny(tiny_model());
+  save_model(tiny, dir + "/tiny.safetensors");
+  TrainConfigSources init;
+  init.train = {{"init", dir + "/tiny.safetensors"}};
+  r = resolve_train_config(init);
+  EXPECT_EQ(r.model.preset, "test-tiny");
+  EXPECT_EQ(r.model.dims, (std::vector<int64_t>{16, 24, 32, 48}));
+  EXPECT_EQ(r.train.init, dir + "/tiny.safetensors");
+  init.preset = "atto";
+  EXPECT_EQ(resolve_train_config(init).model.dims, (std::vector<int64_t>{40, 80, 160, 320}));
+
+  // Errors name the file and the field.
+  TrainConfigSources bad;
+  bad.file_name = "run.json";
+  bad.file = nlohmann::json::parse(R"({"optimizer": {}})");
+  expect_error_naming([&] { resolve_train_config(bad); }, "run.json: unknown top-level field 'optimizer'");
+  bad.file = nlohmann::json::parse(R"({"train": {"learning_rate": 1}})");
+  expect_error_naming([&] { resolve_train_config(bad); }, "unknown field 'learning_rate'");
+  bad.file = nlohmann::json::object();
+  bad.ablations = {"A99"};
+  expect_error_naming([&] { resolve_train_config(bad); }, "unknown ablation 'A99'");
+}
+
 // Noisy document-like page (light paper noise, dark strokes); the noise carries the JPEG traces.
 at::Tensor make_page(int64_t h, int64_t w, Rng& rng) {
   at::Tensor img = at::empty({h, w, 3}, at::kByte);

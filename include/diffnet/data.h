@@ -6,15 +6,10 @@
 #include <ATen/ATen.h>
 
 #include <array>
-#include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <exception>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -161,30 +156,13 @@ class DataLoader {
   DataLoader& operator=(const DataLoader&) = delete;
   Batch next_batch();
   // Samples consumed so far by all ranks together (the checkpointed state): start + batches * batch * world.
-  int64_t position() const { return consumed_; }
+  int64_t position() const;
   LoaderStats stats() const;
   int64_t num_items() const;
 
  private:
-  TrainSample build(const MixtureSampler::Pick& pick);
-  void worker_loop();
-  std::vector<DataSource> sources_;
-  LoaderConfig cfg_;
-  MixtureSampler sampler_;
-  bool owns(int64_t index) const { return ((index - base_) / cfg_.batch) % cfg_.world == cfg_.rank; }
-  int64_t base_ = 0;      // start position
-  int64_t batches_ = 0;   // batches delivered
-  int64_t consumed_ = 0;
-  mutable std::mutex mu_;
-  std::condition_variable cv_work_, cv_done_;
-  std::map<int64_t, TrainSample> ready_;
-  int64_t produce_next_ = 0;  // next sample index handed to a worker
-  bool stop_ = false;
-  std::exception_ptr error_;
-  std::vector<std::thread> threads_;
-  std::atomic<int64_t> bad_{0};
-  double wait_seconds_ = 0, build_seconds_ = 0;
-  int64_t built_ = 0;
+  struct State;  // the sources, sampler, worker threads and their synchronisation (loader.cpp)
+  std::unique_ptr<State> state_;
 };
 
 }  // namespace diffnet

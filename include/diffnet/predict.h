@@ -210,6 +210,10 @@ LoadedModel choose_weights(const std::string& weights, bool random, const std::s
 // A randomly initialised model of `preset` (seed 0, source "random <preset>"), e.g. for timing.
 LoadedModel random_model(const std::string& preset = "atto");
 
+// An independent copy (own parameters and buffers, same values, dtype and device; same metadata): one per
+// inference slot of the server, from one read of the weights file.
+LoadedModel copy_model(const LoadedModel& model);
+
 // Runs a model over whole images. Not thread-safe: one Predictor per thread (or a mutex).
 class Predictor {
  public:

@@ -53,6 +53,29 @@ TrainConfig train_config_from_json(const nlohmann::json& j, const TrainConfig& b
 // Throws Error naming the field for invalid values (size not a multiple of 32, non-positive steps...).
 void validate_train_config(const TrainConfig& cfg);
 
+// What a training run is configured from besides the defaults: a config file {preset, model, ablations,
+// train} and what was asked for explicitly (on the command line). Field names, not flags.
+struct TrainConfigSources {
+  nlohmann::json file = nlohmann::json::object();   // the config file's JSON (empty: none)
+  std::string file_name = "config file";            // how errors name it (its path)
+  std::string preset;                               // "" = not given
+  std::vector<std::string> ablations;               // after the file's
+  std::string disc_impl;                            // "" = not given
+  double drop_path_rate = -1;                       // < 0 = not given
+  nlohmann::json train = nlohmann::json::object();  // training fields given (TrainConfig's JSON names)
+};
+struct ResolvedTrainConfig {
+  ModelConfig model;
+  TrainConfig train;
+};
+// The one precedence of a run's configuration. Model: preset (given, else the file's, else atto) < the
+// file's "model" fields < the file's ablations < the given ablations < disc_impl / drop_path_rate; when
+// neither a preset nor "model" is named anywhere and train.init is set, the model is the one described by
+// the init weights (their metadata) instead of a preset. Training: defaults < the file's "train" < given.
+// Throws Error naming the file, field or ablation that is wrong; does not validate ranges
+// (validate_train_config, ModelConfig::validate happen at use).
+ResolvedTrainConfig resolve_train_config(const TrainConfigSources& sources);
+
 // Focal loss: sum_i w_{y_i} (1 - p_{y_i})^gamma (-log p_{y_i}) / sum_i w_{y_i}, p = softmax over dim 1.
 // logits (N, C, ...) any float dtype (computed in fp32); target int64 (N, ...) in [0, C). norm > 0
 // replaces the denominator sum_i w_{y_i} (a normaliser shared by several batches or ranks).

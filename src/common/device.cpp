@@ -46,12 +46,12 @@ bool cuda_available() {
 at::Device parse_device(const std::string& name) {
   if (name == "cpu") return at::Device(at::kCPU);
   if (name != "cuda" && name.rfind("cuda:", 0) != 0)
-    throw Error("--device", "must be cpu, cuda or cuda:N, got '" + name + "'");
+    throw Error("device", "must be cpu, cuda or cuda:N, got '" + name + "'");
 #ifndef DIFFNET_WITH_CUDA
-  throw Error("--device", "'" + name + "': this build has no CUDA (configure with -DDIFFNET_CUDA=ON against a "
+  throw Error("device", "'" + name + "': this build has no CUDA (configure with -DDIFFNET_CUDA=ON against a "
                           "CUDA-enabled LibTorch)");
 #else
-  if (!torch::cuda::is_available()) throw Error("--device", "'" + name + "': no CUDA device is visible");
+  if (!torch::cuda::is_available()) throw Error("device", "'" + name + "': no CUDA device is visible");
   int64_t index = 0;
   if (name.size() > 5) {
     try {
@@ -59,12 +59,12 @@ at::Device parse_device(const std::string& name) {
       index = std::stoll(name.substr(5), &used);
       if (used != name.size() - 5) throw std::invalid_argument("trailing");
     } catch (const std::exception&) {
-      throw Error("--device", "bad CUDA device index in '" + name + "'");
+      throw Error("device", "bad CUDA device index in '" + name + "'");
     }
   }
   const int64_t count = static_cast<int64_t>(torch::cuda::device_count());
   if (index < 0 || index >= count)
-    throw Error("--device", "'" + name + "': only " + std::to_string(count) + " CUDA device(s) visible");
+    throw Error("device", "'" + name + "': only " + std::to_string(count) + " CUDA device(s) visible");
   return at::Device(at::kCUDA, static_cast<at::DeviceIndex>(index));
 #endif
 }
@@ -109,7 +109,7 @@ bool cpu_has_native_bf16() {
 
 std::string resolve_precision(const std::string& precision, const at::Device& device, bool native_bf16) {
   if (precision == "f32" || precision == "bf16") return precision;
-  if (precision != "auto") throw Error("--precision", "expected f32, bf16 or auto, got '" + precision + "'");
+  if (precision != "auto") throw Error("precision", "expected f32, bf16 or auto, got '" + precision + "'");
   return device.is_cpu() && native_bf16 ? "measure" : "f32";
 }
 
@@ -216,7 +216,7 @@ struct CudaGraph::Impl {
 void write_profile_trace(const std::string& path, bool cuda, const std::function<void()>& fn) {
   {
     std::ofstream probe(path, std::ios::app);
-    if (!probe) throw Error("--profile", "cannot write '" + path + "'");
+    if (!probe) throw Error("profile", "cannot write '" + path + "'");
   }
 #ifdef DIFFNET_HAVE_KINETO_PROFILER
   namespace tp = torch::profiler::impl;
@@ -236,12 +236,12 @@ void write_profile_trace(const std::string& path, bool cuda, const std::function
   try {
     result->save(path);
   } catch (const c10::Error& e) {  // e.g. a LibTorch built without Kineto (USE_KINETO=0) has no trace
-    throw Error("--profile", std::string("this LibTorch cannot write a profiler trace: ") + e.what_without_backtrace());
+    throw Error("profile", std::string("this LibTorch cannot write a profiler trace: ") + e.what_without_backtrace());
   }
 #else
   (void)cuda;
   (void)fn;
-  throw Error("--profile", "this LibTorch has no usable Kineto profiler API (see the configure log); use --parts");
+  throw Error("profile", "this LibTorch has no usable Kineto profiler API (see the configure log); use --parts");
 #endif
 }
 

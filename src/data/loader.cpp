@@ -10,7 +10,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <atomic>
+#include <condition_variable>
+#include <exception>
 #include <filesystem>
+#include <map>
+#include <mutex>
+#include <thread>
 
 #include "diffnet/common.h"
 #include "diffnet/data.h"
@@ -134,7 +140,44 @@ static std::vector<double> source_weights(const std::vector<DataSource>& s) {
   return v;
 }
 
+// Everything a loader holds; the worker threads run State::worker_loop.
+struct DataLoader::State {
+  State(std::vector<DataSource> sources, LoaderConfig cfg, int64_t start_position);
+  ~State();
+  TrainSample build(const MixtureSampler::Pick& pick);
+  void worker_loop();
+  Batch next_batch();
+  LoaderStats stats() const;
+  int64_t num_items() const;
+  bool owns(int64_t index) const { return ((index - base_) / cfg_.batch) % cfg_.world == cfg_.rank; }
+
+  std::vector<DataSource> sources_;
+  LoaderConfig cfg_;
+  MixtureSampler sampler_;
+  int64_t base_ = 0;      // start position
+  int64_t batches_ = 0;   // batches delivered
+  int64_t consumed_ = 0;
+  mutable std::mutex mu_;
+  std::condition_variable cv_work_, cv_done_;
+  std::map<int64_t, TrainSample> ready_;
+  int64_t produce_next_ = 0;  // next sample index handed to a worker
+  bool stop_ = false;
+  std::exception_ptr error_;
+  std::vector<std::thread> threads_;
+  std::atomic<int64_t> bad_{0};
+  double wait_seconds_ = 0, build_seconds_ = 0;
+  int64_t built_ = 0;
+};
+
 DataLoader::DataLoader(std::vector<DataSource> sources, LoaderConfig cfg, int64_t start_position)
+    : state_(std::make_unique<State>(std::move(sources), std::move(cfg), start_position)) {}
+DataLoader::~DataLoader() = default;
+Batch DataLoader::next_batch() { return state_->next_batch(); }
+int64_t DataLoader::position() const { return state_->consumed_; }
+LoaderStats DataLoader::stats() const { return state_->stats(); }
+int64_t DataLoader::num_items() const { return state_->num_items(); }
+
+DataLoader::State::State(std::vector<DataSource> sources, LoaderConfig cfg, int64_t start_position)
     : sources_(std::move(sources)),
       cfg_(std::move(cfg)),
       sampler_(source_sizes(sources_), source_weights(sources_), cfg_.seed) {
@@ -146,7 +189,7 @@ DataLoader::DataLoader(std::vector<DataSource> sources, LoaderConfig cfg, int64_
   for (int i = 0; i < cfg_.workers; ++i) threads_.emplace_back([this] { worker_loop(); });
 }
 
-DataLoader::~DataLoader() {
+DataLoader::State::~State() {
   {
     std::lock_guard<std::mutex> lk(mu_);
     stop_ = true;
@@ -155,13 +198,13 @@ DataLoader::~DataLoader() {
   for (auto& t : threads_) t.join();
 }
 
-int64_t DataLoader::num_items() const {
+int64_t DataLoader::State::num_items() const {
   int64_t n = 0;
   for (const auto& s : sources_) n += static_cast<int64_t>(s.items.size());
   return n;
 }
 
-LoaderStats DataLoader::stats() const {
+LoaderStats DataLoader::State::stats() const {
   std::lock_guard<std::mutex> lk(mu_);
   LoaderStats st;
   st.samples = consumed_;
@@ -172,7 +215,7 @@ LoaderStats DataLoader::stats() const {
   return st;
 }
 
-TrainSample DataLoader::build(const MixtureSampler::Pick& pick) {
+TrainSample DataLoader::State::build(const MixtureSampler::Pick& pick) {
   const auto& items = sources_[pick.source].items;
   int64_t idx = pick.item;
   Rng retry = Rng::derive(cfg_.seed, kStreamRetry, static_cast<uint64_t>(pick.index));
@@ -193,7 +236,7 @@ TrainSample DataLoader::build(const MixtureSampler::Pick& pick) {
               std::to_string(cfg_.max_retries + 1) + " unreadable samples in a row (last: " + last_error + ")");
 }
 
-void DataLoader::worker_loop() {
+void DataLoader::State::worker_loop() {
   // Workers do single-threaded work: keep this thread's OpenMP/ATen teams at 1 (per-thread setting;
   // the trainer's intra-op thread count is untouched). The lazy init must run first or it would
   // reset the count on the first ATen parallel op.
@@ -238,7 +281,7 @@ void DataLoader::worker_loop() {
   }
 }
 
-Batch DataLoader::next_batch() {
+Batch DataLoader::State::next_batch() {
   std::vector<TrainSample> samples;
   samples.reserve(static_cast<size_t>(cfg_.batch));
   const int64_t first = base_ + (batches_ * cfg_.world + cfg_.rank) * cfg_.batch;

@@ -187,7 +187,7 @@ std::string format_metrics(const EvalMetrics& m, const std::string& protocol) {
 
 void check_protocol(const std::string& protocol) {
   if (protocol != "syn2real" && protocol != "doc")
-    throw Error("--protocol", "unknown protocol '" + protocol + "' (expected syn2real or doc)");
+    throw Error("protocol", "unknown protocol '" + protocol + "' (expected syn2real or doc)");
 }
 
 }  // namespace diffnet

@@ -112,6 +112,20 @@ LoadedModel choose_weights(const std::string& weights, bool random, const std::s
   return random_model(preset);
 }
 
+LoadedModel copy_model(const LoadedModel& m) {
+  if (!m.model) throw Error("copy_model", "no model");
+  DiffNet src(m.model);
+  DiffNet copy(src->config());
+  const at::Tensor any = src->parameters().front();
+  copy->to(any.device());
+  if (any.scalar_type() != at::kFloat) copy->to(any.scalar_type());  // as Predictor converts for bf16
+  load_model_state(copy, model_state(src));
+  copy->train(src->is_training());
+  LoadedModel r = m;
+  r.model = copy.ptr();
+  return r;
+}
+
 LoadedModel random_model(const std::string& preset) {
   torch::manual_seed(0);
   DiffNet model(model_preset(preset));
@@ -172,15 +186,15 @@ Predictor::Predictor(LoadedModel model, PredictOptions options) : impl_(std::mak
   impl_->opt = std::move(options);
   const PredictOptions& o = impl_->opt;
   impl_->window = o.window > 0 ? o.window : (impl_->lm.train_size > 0 ? impl_->lm.train_size : kDefaultWindow);
-  if (o.merge != "blend" && o.merge != "max") throw Error("--merge", "expected blend or max, got '" + o.merge + "'");
+  if (o.merge != "blend" && o.merge != "max") throw Error("merge", "expected blend or max, got '" + o.merge + "'");
   if (o.score != "page" && o.score != "window-max")
-    throw Error("--score", "expected page or window-max, got '" + o.score + "'");
+    throw Error("score", "expected page or window-max, got '" + o.score + "'");
   impl_->stride = o.stride > 0 ? o.stride : default_stride(impl_->window, o.merge);
   window_origins(impl_->window, impl_->window, impl_->stride);  // validates window and stride
-  if (o.batch < 1) throw Error("--batch", "must be >= 1");
+  if (o.batch < 1) throw Error("batch", "must be >= 1");
   if (o.dct_source != "auto" && o.dct_source != "file" && o.dct_source != "pixels")
-    throw Error("--dct-source", "expected auto, file or pixels, got '" + o.dct_source + "'");
-  if (!(o.threshold >= 0 && o.threshold < 1)) throw Error("--threshold", "must be in [0, 1)");
+    throw Error("dct_source", "expected auto, file or pixels, got '" + o.dct_source + "'");
+  if (!(o.threshold >= 0 && o.threshold < 1)) throw Error("threshold", "must be in [0, 1)");
   impl_->device = parse_device(o.device);
   // /proc/cpuinfo is read only when auto asks for it (every Predictor is made with a precision).
   impl_->precision = resolve_precision(o.precision, impl_->device, o.precision == "auto" && cpu_has_native_bf16());

@@ -13,9 +13,9 @@ int64_t padded_extent(int64_t size, int64_t window) {
 
 std::vector<int64_t> window_origins(int64_t extent, int64_t window, int64_t stride) {
   if (window <= 0 || window % 32 != 0)
-    throw Error("--window", "window size " + std::to_string(window) + " must be a positive multiple of 32");
+    throw Error("window", "window size " + std::to_string(window) + " must be a positive multiple of 32");
   if (stride < 8 || stride > window || stride % 8 != 0)
-    throw Error("--stride", "stride " + std::to_string(stride) + " must be a multiple of 8 in [8, window]");
+    throw Error("stride", "stride " + std::to_string(stride) + " must be a multiple of 8 in [8, window]");
   if (extent < window || extent % 8 != 0)
     throw Error("window_origins", "canvas extent " + std::to_string(extent) + " must be a multiple of 8 >= window");
   std::vector<int64_t> origins;

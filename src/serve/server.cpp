@@ -302,10 +302,10 @@ Server::Server(Predictor predictor, ServeOptions options) : Server(one(std::move
 
 Server::Server(std::vector<Predictor> slots, ServeOptions options) {
   if (slots.empty()) throw Error("serve", "no inference slot");
-  if (options.max_queue < 0) throw Error("--max-queue", "must be >= 0");
-  if (!(options.request_timeout_s > 0)) throw Error("--request-timeout", "must be > 0");
-  if (options.read_timeout_s < 1) throw Error("--read-timeout", "must be >= 1");
-  if (options.keep_alive_timeout_s < 1) throw Error("--keep-alive-timeout", "must be >= 1");
+  if (options.max_queue < 0) throw Error("max_queue", "must be >= 0");
+  if (!(options.request_timeout_s > 0)) throw Error("request_timeout_s", "must be > 0");
+  if (options.read_timeout_s < 1) throw Error("read_timeout_s", "must be >= 1");
+  if (options.keep_alive_timeout_s < 1) throw Error("keep_alive_timeout_s", "must be >= 1");
   impl_ = std::make_unique<Impl>(std::move(slots), std::move(options));
   impl_->routes();
 }
@@ -315,7 +315,7 @@ Server::~Server() { stop(); }
 void Server::bind() {
   if (impl_->port >= 0) return;
   const ServeOptions& o = impl_->opt;
-  if (o.port < 0 || o.port > 65535) throw Error("--port", "must be in 0..65535");
+  if (o.port < 0 || o.port > 65535) throw Error("port", "must be in 0..65535");
   int port = o.port == 0 ? impl_->http.bind_to_any_port(o.host)
                          : (impl_->http.bind_to_port(o.host, o.port) ? o.port : -1);
   if (port < 0) throw Error(o.host + ":" + std::to_string(o.port), "cannot bind (address in use or not local?)");

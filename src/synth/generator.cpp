@@ -36,8 +36,8 @@ std::vector<std::pair<std::string, std::string>> BadSources::list() {
 Plan make_plan(const SynthOptions& opt) {
   Plan p;
   p.opt = opt;
-  if (opt.out.empty()) throw Error("--out", "an output folder is required");
-  if (opt.count < 0) throw Error("--count", "must be >= 0");
+  if (opt.out.empty()) throw Error("out", "an output folder is required");
+  if (opt.count < 0) throw Error("count", "must be >= 0");
   auto prob = [](double v, const char* name) {
     if (!(v >= 0 && v <= 1)) throw Error(name, "must be a probability in [0, 1]");
   };
@@ -53,12 +53,12 @@ Plan make_plan(const SynthOptions& opt) {
   qrange(opt.q1_min, opt.q1_max, "--q1");
   qrange(opt.q2_min, opt.q2_max, "--q2");
   if (opt.dpi_min < 36 || opt.dpi_max > 1200 || opt.dpi_min > opt.dpi_max)
-    throw Error("--dpi", "range must satisfy 36 <= min <= max <= 1200");
+    throw Error("dpi", "range must satisfy 36 <= min <= max <= 1200");
   if (opt.output_format != "png" && opt.output_format != "jpeg" && opt.output_format != "mixed")
-    throw Error("--output-format", "must be png, jpeg or mixed");
-  if (opt.max_edits < 0 || opt.max_edits > 50) throw Error("--max-edits", "must be in 0..50");
-  if (opt.max_side != 0 && opt.max_side < 64) throw Error("--max-side", "must be 0 (off) or >= 64");
-  if (opt.crop != 0 && opt.crop < 64) throw Error("--crop", "must be 0 (off) or >= 64");
+    throw Error("output_format", "must be png, jpeg or mixed");
+  if (opt.max_edits < 0 || opt.max_edits > 50) throw Error("max_edits", "must be in 0..50");
+  if (opt.max_side != 0 && opt.max_side < 64) throw Error("max_side", "must be 0 (off) or >= 64");
+  if (opt.crop != 0 && opt.crop < 64) throw Error("crop", "must be 0 (off) or >= 64");
   p.weights = parse_op_weights(opt.ops);
   for (auto& l : opt.layouts.empty() ? layout_names() : opt.layouts) p.layouts.push_back(parse_layout(l));
   p.fonts = select_fonts(opt.fonts.empty() ? std::vector<std::string>{"all"} : opt.fonts);
@@ -166,7 +166,7 @@ Sample make_sample(const Plan& plan, int64_t index, BadSources& bad) {
   } else {
     size_t start = static_cast<size_t>(index) % plan.sources.size();
     if (!load_usable(plan, start, bad, &page, &src, &source_idx))
-      throw Error("--sources", "no usable source page (all were skipped)");
+      throw Error("sources", "no usable source page (all were skipped)");
     family = {{"source", "files"}, {"layout", "file"}, {"font_class", "unknown"}};
     if (src.value("format", "") == "jpeg")
       history.push_back({{"stage", "source"}, {"format", "jpeg"}, {"quality", src["quality"]}});
@@ -345,7 +345,7 @@ SynthSummary run_synth(const SynthOptions& opt) {
       if (!write_err.empty() && fatal.empty()) fatal = write_err;
       if (!generated) {
         // No usable source at all is fatal; anything else loses this sample only.
-        if (err.rfind("--sources", 0) == 0) {
+        if (err.rfind("sources: ", 0) == 0) {
           if (fatal.empty()) fatal = err;
         } else {
           sum.failed++;

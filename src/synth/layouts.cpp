@@ -19,7 +19,7 @@ LayoutKind parse_layout(const std::string& name) {
   const auto& n = layout_names();
   for (size_t i = 0; i < n.size(); ++i)
     if (n[i] == name) return static_cast<LayoutKind>(i);
-  throw Error("--layouts", "unknown layout '" + name + "' (receipt, invoice, payslip, statement, form, letter)");
+  throw Error("layouts", "unknown layout '" + name + "' (receipt, invoice, payslip, statement, form, letter)");
 }
 
 const char* layout_name(LayoutKind k) { return layout_names()[static_cast<size_t>(k)].c_str(); }

@@ -21,7 +21,7 @@ const char* op_name(OpKind k) { return kOpNames[static_cast<int>(k)]; }
 OpKind parse_op(const std::string& name) {
   for (int i = 0; i < kNumOps; ++i)
     if (name == kOpNames[i]) return static_cast<OpKind>(i);
-  throw Error("--ops", "unknown op '" + name + "' (copy-move, splice, erase, inpaint, text, insert)");
+  throw Error("ops", "unknown op '" + name + "' (copy-move, splice, erase, inpaint, text, insert)");
 }
 
 OpWeights default_op_weights() { return kDefaultWeights; }
@@ -44,14 +44,14 @@ OpWeights parse_op_weights(const std::string& spec) {
       char* end = nullptr;
       weight = std::strtod(v.c_str(), &end);
       if (v.empty() || *end != 0 || !(weight >= 0) || !std::isfinite(weight))
-        throw Error("--ops", "bad weight '" + v + "' for op '" + name + "'");
+        throw Error("ops", "bad weight '" + v + "' for op '" + name + "'");
     }
     int k = static_cast<int>(parse_op(name));
     w[k] = weight >= 0 ? weight : kDefaultWeights[k];
   }
   double total = 0;
   for (double v : w) total += v;
-  if (!(total > 0)) throw Error("--ops", "no op enabled");
+  if (!(total > 0)) throw Error("ops", "no op enabled");
   return w;
 }
 

@@ -71,15 +71,15 @@ std::vector<FontFace> select_fonts(const std::vector<std::string>& selection) {
     bool found = false;
     for (auto& f : font_catalogue())
       if (f.family == s) {
-        if (!font_installed(s)) throw Error("--fonts", "font family '" + s + "' is not installed");
+        if (!font_installed(s)) throw Error("fonts", "font family '" + s + "' is not installed");
         add(f), found = true;
       }
     if (!found) {
-      if (!font_installed(s)) throw Error("--fonts", "unknown font family or class '" + s + "'");
+      if (!font_installed(s)) throw Error("fonts", "unknown font family or class '" + s + "'");
       add({s, FontClass::Sans});  // an installed family outside the catalogue: class unknown, say sans
     }
   }
-  if (out.empty()) throw Error("--fonts", "no installed font matches the selection");
+  if (out.empty()) throw Error("fonts", "no installed font matches the selection");
   return out;
 }
 

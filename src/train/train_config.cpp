@@ -1,7 +1,8 @@
-// TrainConfig <-> JSON and validation.
+// TrainConfig <-> JSON, validation, and the precedence of a run's configuration sources.
 #include <cmath>
 
 #include "diffnet/common.h"
+#include "diffnet/model.h"
 #include "diffnet/train.h"
 
 namespace diffnet {
@@ -98,6 +99,45 @@ void validate_train_config(const TrainConfig& c) {
   if (c.max_bad_steps <= 0) bad("max_bad_steps", "must be positive");
   if (c.data.empty()) bad("data", "needs at least one dataset (--data)");
   if (!(c.augment.prob_disable >= 0 && c.augment.prob_disable <= 1)) bad("augment.prob_disable", "must be in [0, 1]");
+}
+
+ResolvedTrainConfig resolve_train_config(const TrainConfigSources& src) {
+  const nlohmann::json& file = src.file;
+  if (!file.is_object()) throw Error(src.file_name, "expected a JSON object");
+  for (auto it = file.begin(); it != file.end(); ++it)
+    if (it.key() != "preset" && it.key() != "model" && it.key() != "ablations" && it.key() != "train")
+      throw Error(src.file_name, "unknown top-level field '" + it.key() + "' (preset, model, ablations, train)");
+  ResolvedTrainConfig r;
+  // Training: defaults < the file's "train" < given.
+  if (file.contains("train")) r.train = train_config_from_json(file.at("train"));
+  r.train = train_config_from_json(src.train, r.train);
+  // Model.
+  std::string preset = src.preset;
+  if (preset.empty() && file.contains("preset")) {
+    if (!file.at("preset").is_string()) throw Error(src.file_name, "field 'preset' must be a string");
+    preset = file.at("preset").get<std::string>();
+  }
+  if (preset.empty() && !file.contains("model") && !r.train.init.empty())
+    r.model = load_model_config(r.train.init);
+  else
+    r.model = model_preset(preset.empty() ? "atto" : preset);
+  if (file.contains("model")) {
+    if (!file.at("model").is_object()) throw Error(src.file_name, "field 'model' must be an object");
+    nlohmann::json merged = to_json(r.model);
+    for (auto it = file.at("model").begin(); it != file.at("model").end(); ++it) merged[it.key()] = it.value();
+    r.model = model_config_from_json(merged);
+  }
+  if (file.contains("ablations")) {
+    if (!file.at("ablations").is_array()) throw Error(src.file_name, "field 'ablations' must be a list");
+    for (const auto& id : file.at("ablations")) {
+      if (!id.is_string()) throw Error(src.file_name, "ablations must be strings like \"A7\"");
+      apply_ablation(r.model, id.get<std::string>());
+    }
+  }
+  for (const auto& id : src.ablations) apply_ablation(r.model, id);
+  if (!src.disc_impl.empty()) r.model.disc_impl = src.disc_impl;
+  if (src.drop_path_rate >= 0) r.model.drop_path_rate = src.drop_path_rate;
+  return r;
 }
 
 }  // namespace diffnet

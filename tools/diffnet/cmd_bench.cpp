@@ -38,7 +38,9 @@ void run(BenchOptions& o) {
   exit_code() = run_model_bench(o.model);
 }
 
-Registrar reg("bench", [](CLI::App& app) {
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
   auto o = std::make_shared<BenchOptions>();
   auto& m = o->model;
   CLI::App* sub = app.add_subcommand("bench", "Benchmark DiffNet inference or training steps (median after warm-up)");
@@ -63,7 +65,6 @@ Registrar reg("bench", [](CLI::App& app) {
   sub->add_option("--device", m.device, "cpu | cuda | cuda:N")->capture_default_str();
   sub->add_flag("--quick", o->quick, "With --op: small shapes only");
   sub->callback([o] { run(*o); });
-});
+}
 
-}  // namespace
 }  // namespace diffnet::cli

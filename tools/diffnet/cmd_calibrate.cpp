@@ -172,7 +172,9 @@ void run(const CalibrateCli& o) {
   }
 }
 
-Registrar reg("calibrate", [](CLI::App& app) {
+}  // namespace
+
+void add_calibrate_command(CLI::App& app) {
   auto o = std::make_shared<CalibrateCli>();
   CLI::App* sub = app.add_subcommand(
       "calibrate", "Fit the page-score calibration on a validation set and write weights that carry it");
@@ -196,7 +198,6 @@ Registrar reg("calibrate", [](CLI::App& app) {
   sub->add_flag("--json", o->json, "Print one JSON object");
   sub->add_flag("-q,--quiet", o->quiet, "No progress or per-statistic lines");
   sub->callback([o] { run(*o); });
-});
+}
 
-}  // namespace
 }  // namespace diffnet::cli

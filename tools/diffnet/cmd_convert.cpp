@@ -36,7 +36,9 @@ void run(const ConvertOptions& o) {
               static_cast<unsigned long long>(o.seed));
 }
 
-Registrar reg("convert", [](CLI::App& app) {
+}  // namespace
+
+void add_convert_command(CLI::App& app) {
   auto o = std::make_shared<ConvertOptions>();
   CLI::App* sub = app.add_subcommand(
       "convert", "Import an ImageNet ConvNeXt-V2 checkpoint (timm model.safetensors) into a new DiffNet weights file");
@@ -48,7 +50,6 @@ Registrar reg("convert", [](CLI::App& app) {
   sub->add_option("--dtype", o->dtype, "Storage dtype: f32 | f16")->capture_default_str();
   sub->add_option("--seed", o->seed, "Seed for the freshly initialised modules")->capture_default_str();
   sub->callback([o] { run(*o); });
-});
+}
 
-}  // namespace
 }  // namespace diffnet::cli

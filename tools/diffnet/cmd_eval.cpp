@@ -51,7 +51,9 @@ void run(const EvalCli& o) {
   else std::printf("%s", format_metrics(m, o.protocol).c_str());
 }
 
-Registrar reg("eval", [](CLI::App& app) {
+}  // namespace
+
+void add_eval_command(CLI::App& app) {
   auto o = std::make_shared<EvalCli>();
   CLI::App* sub = app.add_subcommand("eval", "Run a model over a dataset and report Syn2Real / Doc-protocol metrics");
   sub->add_option("-w,--weights", o->weights,
@@ -79,7 +81,6 @@ Registrar reg("eval", [](CLI::App& app) {
   sub->add_flag("--json", o->json, "Print one JSON object instead of text");
   sub->add_flag("-q,--quiet", o->eval.quiet, "No progress line");
   sub->callback([o] { run(*o); });
-});
+}
 
-}  // namespace
 }  // namespace diffnet::cli

@@ -71,7 +71,9 @@ void run(const InfoOptions& o) {
               "norms, activations, resizes and pooling are not counted.\n");
 }
 
-Registrar reg("info", [](CLI::App& app) {
+}  // namespace
+
+void add_info_command(CLI::App& app) {
   auto o = std::make_shared<InfoOptions>();
   CLI::App* sub = app.add_subcommand("info", "Per-module parameter counts and forward FLOPs of a DiffNet preset");
   sub->add_option("--preset", o->preset, "Model preset (atto|femto|pico|nano|tiny|base)")->capture_default_str();
@@ -80,7 +82,6 @@ Registrar reg("info", [](CLI::App& app) {
   sub->add_option("--size", o->size, "Square input size for the FLOP count (multiple of 32)")->capture_default_str();
   sub->add_flag("--json", o->json, "One JSON object instead of a table");
   sub->callback([o] { run(*o); });
-});
+}
 
-}  // namespace
 }  // namespace diffnet::cli

@@ -133,7 +133,9 @@ void run(const InspectOptions& o) {
   if (failures > 0) exit_code() = 2;
 }
 
-Registrar reg("inspect", [](CLI::App& app) {
+}  // namespace
+
+void add_inspect_command(CLI::App& app) {
   auto o = std::make_shared<InspectOptions>();
   CLI::App* sub = app.add_subcommand("inspect", "Show JPEG/PNG facts: size, colour space, subsampling, luma table, "
                                                 "estimated quality; optionally dump the DCT map");
@@ -149,7 +151,6 @@ Registrar reg("inspect", [](CLI::App& app) {
   sub->add_option("--max-pixels", o->max_pixels, "Refuse images with more pixels than this (<= 0: no limit)")
       ->capture_default_str();
   sub->callback([o] { run(*o); });
-});
+}
 
-}  // namespace
 }  // namespace diffnet::cli

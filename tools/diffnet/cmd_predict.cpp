@@ -226,7 +226,9 @@ void run(const PredictCli& o) {
   }
 }
 
-Registrar reg("predict", [](CLI::App& app) {
+}  // namespace
+
+void add_predict_command(CLI::App& app) {
   auto o = std::make_shared<PredictCli>();
   CLI::App* sub = app.add_subcommand(
       "predict", "Tampering map, overlay, regions and page score for images of any size and the pages of PDF/TIFF files");
@@ -272,7 +274,6 @@ Registrar reg("predict", [](CLI::App& app) {
   sub->add_option("--preset", o->bench_preset, "With --bench or --random-weights: random weights of this preset (e.g. base)");
   sub->add_option("--bench-runs", o->bench_runs, "Timed runs per page for --bench")->capture_default_str();
   sub->callback([o] { run(*o); });
-});
+}
 
-}  // namespace
 }  // namespace diffnet::cli

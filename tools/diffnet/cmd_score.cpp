@@ -23,7 +23,9 @@ void run(const ScoreCli& o) {
   else std::printf("%s", format_metrics(m, o.protocol).c_str());
 }
 
-Registrar reg("score", [](CLI::App& app) {
+}  // namespace
+
+void add_score_command(CLI::App& app) {
   auto o = std::make_shared<ScoreCli>();
   CLI::App* sub = app.add_subcommand(
       "score", "Score 8-bit probability maps (<stem>.prob.png or <stem>.png, value/255) against GT masks");
@@ -37,7 +39,6 @@ Registrar reg("score", [](CLI::App& app) {
   sub->add_flag("--json", o->json, "Print one JSON object instead of text");
   sub->add_flag("-q,--quiet", o->opt.quiet, "No progress line");
   sub->callback([o] { run(*o); });
-});
+}
 
-}  // namespace
 }  // namespace diffnet::cli

@@ -34,7 +34,9 @@ void run(ServeCli& o) {
   if (!(o.max_queued_mpix > 0)) throw Error("--max-queued-mpix", "must be > 0");
   o.serve.max_queued_pixels = int64_t(o.max_queued_mpix * 1e6);
   std::vector<Predictor> slots;
-  for (int i = 0; i < o.workers; ++i) slots.emplace_back(choose_weights(o.weights, o.random_weights), o.predict);
+  LoadedModel loaded = choose_weights(o.weights, o.random_weights);  // read once, copied per slot
+  for (int i = 1; i < o.workers; ++i) slots.emplace_back(copy_model(loaded), o.predict);
+  slots.emplace_back(std::move(loaded), o.predict);
   Server server(std::move(slots), o.serve);
   server.bind();
   std::fprintf(stderr,
@@ -49,7 +51,9 @@ void run(ServeCli& o) {
   std::fprintf(stderr, "serve: stopped\n");
 }
 
-Registrar reg("serve", [](CLI::App& app) {
+}  // namespace
+
+void add_serve_command(CLI::App& app) {
   auto o = std::make_shared<ServeCli>();
   o->predict.max_pixels = 40'000'000;
   CLI::App* sub = app.add_subcommand("serve", "HTTP service: POST an image (or a PDF/TIFF) to /predict, get the JSON record (one per page)");
@@ -90,7 +94,6 @@ Registrar reg("serve", [](CLI::App& app) {
   sub->add_option("--precision", o->predict.precision, kPrecisionHelp)->capture_default_str();
   sub->add_option("--threshold", o->predict.threshold, "Decision and region threshold")->capture_default_str();
   sub->callback([o] { run(*o); });
-});
+}
 
-}  // namespace
 }  // namespace diffnet::cli

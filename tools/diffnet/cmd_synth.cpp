@@ -74,7 +74,9 @@ void run(SynthArgs& a) {
   }
 }
 
-Registrar reg("synth", [](CLI::App& app) {
+}  // namespace
+
+void add_synth_command(CLI::App& app) {
   auto args = std::make_shared<SynthArgs>();
   auto* c = app.add_subcommand("synth", "Generate synthetic tampered documents (images/, masks/, manifest.jsonl)");
   auto& o = args->opt;
@@ -103,7 +105,6 @@ Registrar reg("synth", [](CLI::App& app) {
   c->add_flag("--quiet", o.quiet, "No progress line or warnings");
   c->add_flag("--bench", args->bench, "Print throughput and per-stage times");
   c->callback([args] { run(*args); });
-});
+}
 
-}  // namespace
 }  // namespace diffnet::cli

@@ -1,4 +1,5 @@
 // diffnet train: train DiffNet on one or more datasets (folders, DocTamper LMDB, list files).
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -42,32 +43,24 @@ std::vector<std::string> worker_command_line() {
   return out;
 }
 
-// Model config: preset (flag, else config file, else atto), then the file's "model" fields, then the
-// file's and the flags' ablations, then --disc-impl / --drop-path.
-// With --init and no model choice (no --preset, no preset/model in the config file), the model is the
-// one described by the weights file.
-ModelConfig build_model_config(const TrainArgs& a, const nlohmann::json& file, const std::string& init,
-                               CLI::App& cmd) {
-  std::string preset = a.preset;
-  if (preset.empty() && file.contains("preset")) preset = file.at("preset").get<std::string>();
-  ModelConfig m;
-  if (preset.empty() && !file.contains("model") && !init.empty()) {
-    m = load_model_config(init);
-  } else {
-    m = model_preset(preset.empty() ? "atto" : preset);
+// The training fields given on the command line, by field name: a field's flag is its name with dashes
+// (min_lr: --min-lr); the augmentation and validation switches have flags of their own.
+nlohmann::json given_train_fields(const TrainArgs& a, CLI::App& cmd) {
+  nlohmann::json given = nlohmann::json::object();
+  const nlohmann::json all = to_json(a.t);
+  for (auto it = all.begin(); it != all.end(); ++it) {
+    std::string flag = "--" + it.key();
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    const CLI::Option* o = cmd.get_option_no_throw(flag);
+    if (o != nullptr && o->count() > 0) given[it.key()] = it.value();
   }
-  if (file.contains("model")) {
-    nlohmann::json merged = to_json(m);
-    for (auto it = file.at("model").begin(); it != file.at("model").end(); ++it) merged[it.key()] = it.value();
-    m = model_config_from_json(merged);
-  }
-  if (file.contains("ablations"))
-    for (const auto& id : file.at("ablations")) apply_ablation(m, id.get<std::string>());
-  for (const auto& id : a.ablations) apply_ablation(m, id);
-  if (cmd.count("--disc-impl")) m.disc_impl = a.disc_impl;
-  if (cmd.count("--drop-path")) m.drop_path_rate = a.drop_path;
-  m.validate();
-  return m;
+  nlohmann::json augment = nlohmann::json::object();
+  if (cmd.count("--prob-disable")) augment["prob_disable"] = a.prob_disable;
+  if (a.no_augment) augment["enabled"] = false;
+  if (a.dct_from_pixels) augment["dct_from_file"] = false;
+  if (!augment.empty()) given["augment"] = augment;
+  if (a.no_validate) given["validate"] = false;
+  return given;
 }
 
 // --bench-data N: builds N samples of the first source on this thread, as one loader worker does, and
@@ -104,54 +97,29 @@ void run(TrainArgs& a, CLI::App& cmd) {
     exit_code() = launch_local(a.nproc, worker_command_line());
     return;
   }
-  nlohmann::json file = nlohmann::json::object();
+  TrainConfigSources sources;
   if (!a.config_file.empty()) {
     auto bytes = read_file(a.config_file);
     try {
-      file = nlohmann::json::parse(bytes.begin(), bytes.end());
+      sources.file = nlohmann::json::parse(bytes.begin(), bytes.end());
     } catch (const std::exception& e) {
       throw Error(a.config_file, std::string("invalid JSON: ") + e.what());
     }
-    if (!file.is_object()) throw Error(a.config_file, "expected a JSON object");
-    for (auto it = file.begin(); it != file.end(); ++it)
-      if (it.key() != "preset" && it.key() != "model" && it.key() != "ablations" && it.key() != "train")
-        throw Error(a.config_file, "unknown top-level field '" + it.key() + "' (preset, model, ablations, train)");
+    sources.file_name = a.config_file;
   }
-  // Training config: defaults < file's "train" < flags.
-  TrainConfig t;
-  if (file.contains("train")) t = train_config_from_json(file.at("train"));
-  auto flag = [&](const char* name, auto& dst, const auto& src) {
-    if (cmd.count(name)) dst = src;
-  };
-  flag("--data", t.data, a.t.data);
-  flag("--size", t.size, a.t.size);
-  flag("--batch", t.batch, a.t.batch);
-  flag("--accum", t.accum, a.t.accum);
-  flag("--steps", t.steps, a.t.steps);
-  flag("--lr", t.lr, a.t.lr);
-  flag("--min-lr", t.min_lr, a.t.min_lr);
-  flag("--warmup", t.warmup, a.t.warmup);
-  flag("--weight-decay", t.weight_decay, a.t.weight_decay);
-  flag("--pos-weight", t.pos_weight, a.t.pos_weight);
-  flag("--cls-weight", t.cls_weight, a.t.cls_weight);
-  flag("--seed", t.seed, a.t.seed);
-  flag("--workers", t.workers, a.t.workers);
-  flag("--prefetch", t.prefetch, a.t.prefetch);
-  flag("--worker-nice", t.worker_nice, a.t.worker_nice);
-  flag("--checkpoint-every", t.checkpoint_every, a.t.checkpoint_every);
-  flag("--keep-checkpoints", t.keep_checkpoints, a.t.keep_checkpoints);
-  flag("--init", t.init, a.t.init);
-  flag("--init-backbone", t.init_backbone, a.t.init_backbone);
-  flag("--prob-disable", t.augment.prob_disable, a.prob_disable);
-  if (cmd.count("--amp")) t.amp = true;
-  if (a.no_augment) t.augment.enabled = false;
-  if (a.dct_from_pixels) t.augment.dct_from_file = false;
-  if (a.no_validate) t.validate = false;
+  sources.preset = a.preset;
+  sources.ablations = a.ablations;
+  if (cmd.count("--disc-impl")) sources.disc_impl = a.disc_impl;
+  if (cmd.count("--drop-path")) sources.drop_path_rate = a.drop_path;
+  sources.train = given_train_fields(a, cmd);
+  const ResolvedTrainConfig resolved = resolve_train_config(sources);
   if (a.bench_data > 0) {
-    bench_data(t, a.bench_data);
+    bench_data(resolved.train, a.bench_data);
     return;
   }
-  ModelConfig m = build_model_config(a, file, t.init, cmd);
+  const TrainConfig& t = resolved.train;
+  ModelConfig m = resolved.model;
+  m.validate();
   if (a.print_config) {
     nlohmann::json j = {{"model", to_json(m)}, {"train", to_json(t)}};
     std::printf("%s\n", j.dump(2).c_str());
@@ -182,7 +150,9 @@ void run(TrainArgs& a, CLI::App& cmd) {
                  1000.0 * s.allreduce_seconds / static_cast<double>(s.end_step - s.start_step));
 }
 
-const Registrar reg("train", [](CLI::App& app) {
+}  // namespace
+
+void add_train_command(CLI::App& app) {
   auto a = std::make_shared<TrainArgs>();
   CLI::App* cmd = app.add_subcommand("train", "Train DiffNet (focal loss, AdamW, warm-up + cosine, TDoc augmentation)");
   cmd->add_option("--data", a->t.data,
@@ -239,7 +209,6 @@ const Registrar reg("train", [](CLI::App& app) {
   cmd->add_option("--bench-data", a->bench_data,
                   "Build N samples of the first --data on one thread, report the cost per sample, exit");
   cmd->callback([a, cmd] { run(*a, *cmd); });
-});
+}
 
-}  // namespace
 }  // namespace diffnet::cli

@@ -1,28 +1,24 @@
-// Sub-command registry of the `diffnet` CLI: each cmd_*.cpp registers itself with a static Registrar.
+// The sub-commands of the `diffnet` CLI and what they share.
 #pragma once
 
 #include <CLI/CLI.hpp>
 
-#include <functional>
-#include <string>
-#include <vector>
-
 namespace diffnet::cli {
 
-// add(app) creates the sub-command on app, binds its options and sets its callback. The callback
-// throws diffnet::Error for user-facing failures (printed as one line, exit code 2).
-struct CommandSpec {
-  std::string name;
-  std::function<void(CLI::App&)> add;
-};
-
-std::vector<CommandSpec>& command_registry();
-
-struct Registrar {
-  Registrar(std::string name, std::function<void(CLI::App&)> add) {
-    command_registry().push_back({std::move(name), std::move(add)});
-  }
-};
+// Each add_*_command(app) creates its sub-command on app (cmd_<name>.cpp), binds its options and sets its
+// callback; main() calls them all, in one list. A callback throws diffnet::Error for user-facing failures
+// (printed as one line, exit code 2).
+void add_bench_command(CLI::App& app);
+void add_calibrate_command(CLI::App& app);
+void add_convert_command(CLI::App& app);
+void add_eval_command(CLI::App& app);
+void add_info_command(CLI::App& app);
+void add_inspect_command(CLI::App& app);
+void add_predict_command(CLI::App& app);
+void add_score_command(CLI::App& app);
+void add_serve_command(CLI::App& app);
+void add_synth_command(CLI::App& app);
+void add_train_command(CLI::App& app);
 
 // Help of --precision, the same for predict, eval and serve.
 inline constexpr const char* kPrecisionHelp =

@@ -7,6 +7,7 @@
 #include <exception>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "commands.h"
 #include "diffnet/common.h"
@@ -14,14 +15,34 @@
 #include "diffnet/version.h"
 
 namespace diffnet::cli {
-std::vector<CommandSpec>& command_registry() {
-  static std::vector<CommandSpec> registry;
-  return registry;
-}
 int& exit_code() {
   static int code = 0;
   return code;
 }
+
+namespace {
+
+// The library's errors name the field of an option ("max_queue: must be >= 0", "request_timeout_s: ...");
+// on the command line that option is a flag, so the message names the running command's flag of the same
+// name (underscores as dashes, a unit suffix "_s" dropped) where there is one, else stays as it is.
+std::string with_flag_name(const CLI::App& app, const std::string& message) {
+  const size_t colon = message.find(": ");
+  if (colon == 0 || colon == std::string::npos) return message;
+  std::string dashed = message.substr(0, colon);
+  if (dashed.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos) return message;
+  std::replace(dashed.begin(), dashed.end(), '_', '-');
+  std::vector<std::string> flags = {"--" + dashed};
+  if (dashed.size() > 2 && dashed.compare(dashed.size() - 2, 2, "-s") == 0)
+    flags.push_back("--" + dashed.substr(0, dashed.size() - 2));
+  std::vector<const CLI::App*> scopes = {&app};
+  for (const CLI::App* sub : app.get_subcommands()) scopes.push_back(sub);
+  for (const CLI::App* scope : scopes)
+    for (const std::string& flag : flags)
+      if (scope->get_option_no_throw(flag) != nullptr) return flag + message.substr(colon);
+  return message;
+}
+
+}  // namespace
 }  // namespace diffnet::cli
 
 int main(int argc, char** argv) {
@@ -38,10 +59,11 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::function<std::string()>([] {
     return std::string("diffnet ") + version() + "\ndefault weights: " + default_weights_path();
   }));
-  auto& registry = cli::command_registry();
-  std::sort(registry.begin(), registry.end(),
-            [](const cli::CommandSpec& a, const cli::CommandSpec& b) { return a.name < b.name; });
-  for (auto& spec : registry) spec.add(app);
+  // Every sub-command, in the order of the help text.
+  for (auto add : {cli::add_bench_command, cli::add_calibrate_command, cli::add_convert_command,
+                   cli::add_eval_command, cli::add_info_command, cli::add_inspect_command, cli::add_predict_command,
+                   cli::add_score_command, cli::add_serve_command, cli::add_synth_command, cli::add_train_command})
+    add(app);
   app.parse_complete_callback([&] { init_runtime(threads); });
   try {
     app.parse(argc, argv);
@@ -49,7 +71,7 @@ int main(int argc, char** argv) {
     int code = app.exit(e);
     return code == 0 ? 0 : 2;
   } catch (const diffnet::Error& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
+    std::fprintf(stderr, "error: %s\n", cli::with_flag_name(app, e.what()).c_str());
     return 2;
   } catch (const c10::Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what_without_backtrace());
