@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "data/image_ops.h"
+#include "common/json_fields.h"
 #include "diffnet/common.h"
 #include "diffnet/data.h"
 #include "diffnet/dct.h"
@@ -108,27 +109,12 @@ void homography(at::Tensor& rgb, at::Tensor& mask, Rng& rng) {
 }  // namespace
 
 nlohmann::json to_json(const AugmentConfig& cfg) {
-  nlohmann::json j = nlohmann::json::object();
-  visit_fields(cfg, [&](const char* name, const auto& v) { j[name] = v; });
-  return j;
+  return fields_to_json(cfg, [](const auto& c, auto&& f) { visit_fields(c, f); });
 }
 
 AugmentConfig augment_config_from_json(const nlohmann::json& j) {
   AugmentConfig cfg;
-  if (!j.is_object()) throw Error("augment config", "expected a JSON object");
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    bool found = false;
-    visit_fields(cfg, [&](const char* name, auto& v) {
-      if (it.key() != name) return;
-      found = true;
-      try {
-        v = it.value().get<std::decay_t<decltype(v)>>();
-      } catch (const std::exception&) {
-        throw Error("augment config", std::string("field '") + name + "' has the wrong type");
-      }
-    });
-    if (!found) throw Error("augment config", "unknown field '" + it.key() + "'");
-  }
+  read_fields(j, cfg, [](auto& c, auto&& f) { visit_fields(c, f); }, "augment config");
   if (cfg.quality_min < 1 || cfg.quality_max > 100 || cfg.quality_min > cfg.quality_max)
     throw Error("augment config", "quality range must be within 1..100");
   if (cfg.jpeg_max_passes < 1) throw Error("augment config", "jpeg_max_passes must be >= 1");

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <string>
 
+#include "common/json_fields.h"
 #include "diffnet/common.h"
 #include "diffnet/zero_sum.h"
 
@@ -58,16 +59,6 @@ void visit_fields(C& c, F&& f) {
   f("filter_weight_decay", c.filter_weight_decay);
   f("refine_depth", c.refine_depth);
   f("refine", c.refine);
-}
-
-template <class T>
-void read_field(const nlohmann::json& j, const char* key, T& out) {
-  if (!j.contains(key)) return;
-  try {
-    j.at(key).get_to(out);
-  } catch (const nlohmann::json::exception&) {
-    throw Error(kSubject, std::string("field '") + key + "' has the wrong type: " + j.at(key).dump());
-  }
 }
 
 }  // namespace
@@ -194,9 +185,7 @@ void apply_ablation(ModelConfig& c, const std::string& id) {
 }
 
 nlohmann::json to_json(const ModelConfig& c) {
-  nlohmann::json j = nlohmann::json::object();
-  visit_fields(c, [&](const char* name, const auto& v) { j[name] = v; });
-  return j;
+  return fields_to_json(c, [](const auto& cfg, auto&& f) { visit_fields(cfg, f); });
 }
 
 ModelConfig model_config_from_json(const nlohmann::json& j) {
@@ -210,19 +199,13 @@ ModelConfig model_config_from_json(const nlohmann::json& j) {
     if (std::find(names.begin(), names.end(), p) != names.end()) c = model_preset(p);
     c.preset = p;
   }
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    bool known = false;
-    visit_fields(c, [&](const char* name, const auto&) { known = known || it.key() == name; });
-    if (!known) throw Error(kSubject, "unknown field '" + it.key() + "'");
-  }
   // backbone first: it sets dims/depths, which explicit dims/depths then override.
   if (j.contains("backbone")) {
-    read_field(j, "backbone", c.backbone);
+    read_fields(nlohmann::json{{"backbone", j.at("backbone")}}, c,
+                [](auto& cfg, auto&& f) { visit_fields(cfg, f); }, kSubject);
     convnextv2_variant(c.backbone, c.dims, c.depths);
   }
-  visit_fields(c, [&](const char* name, auto& v) {
-    if (std::string(name) != "preset" && std::string(name) != "backbone") read_field(j, name, v);
-  });
+  read_fields(j, c, [](auto& cfg, auto&& f) { visit_fields(cfg, f); }, kSubject, {"preset", "backbone"});
   c.validate();
   return c;
 }

@@ -1,6 +1,7 @@
 // TrainConfig <-> JSON, validation, and the precedence of a run's configuration sources.
 #include <cmath>
 
+#include "common/json_fields.h"
 #include "diffnet/common.h"
 #include "diffnet/model.h"
 #include "diffnet/train.h"
@@ -43,35 +44,20 @@ void visit_fields(C& c, F&& f) {
 }  // namespace
 
 nlohmann::json to_json(const TrainConfig& cfg) {
-  nlohmann::json j = nlohmann::json::object();
-  visit_fields(cfg, [&](const char* name, const auto& v) { j[name] = v; });
+  nlohmann::json j = fields_to_json(cfg, [](const auto& c, auto&& f) { visit_fields(c, f); });
   j["augment"] = to_json(cfg.augment);
   return j;
 }
 
 TrainConfig train_config_from_json(const nlohmann::json& j, const TrainConfig& base) {
-  if (!j.is_object()) throw Error(kSubject, "expected a JSON object");
   TrainConfig cfg = base;
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    if (it.key() == "augment") {
-      // Start from the base's augmentation so a partial object only changes what it names.
-      nlohmann::json merged = to_json(base.augment);
-      if (!it.value().is_object()) throw Error(kSubject, "field 'augment' must be an object");
-      for (auto a = it.value().begin(); a != it.value().end(); ++a) merged[a.key()] = a.value();
-      cfg.augment = augment_config_from_json(merged);
-      continue;
-    }
-    bool found = false;
-    visit_fields(cfg, [&](const char* name, auto& v) {
-      if (it.key() != name) return;
-      found = true;
-      try {
-        v = it.value().get<std::decay_t<decltype(v)>>();
-      } catch (const std::exception&) {
-        throw Error(kSubject, std::string("field '") + name + "' has the wrong type");
-      }
-    });
-    if (!found) throw Error(kSubject, "unknown field '" + it.key() + "'");
+  read_fields(j, cfg, [](auto& c, auto&& f) { visit_fields(c, f); }, kSubject, {"augment"});
+  if (j.contains("augment")) {
+    // Start from the base's augmentation so a partial object only changes what it names.
+    if (!j.at("augment").is_object()) throw Error(kSubject, "field 'augment' must be an object");
+    nlohmann::json merged = to_json(base.augment);
+    for (auto a = j.at("augment").begin(); a != j.at("augment").end(); ++a) merged[a.key()] = a.value();
+    cfg.augment = augment_config_from_json(merged);
   }
   return cfg;
 }
