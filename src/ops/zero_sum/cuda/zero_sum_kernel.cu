@@ -51,6 +51,23 @@ __device__ inline void load_tile(const T* __restrict__ xs, T (*tile)[TX + 2 * (K
   }
 }
 
+// This thread's M filter responses u[m] at its pixel: the K x K neighbourhood of the shared tile
+// (top-left corner at the thread's own position) times filter m's full kernel in coef (M x K*K).
+template <typename T, int K, int M, int TX>
+__device__ __forceinline__ void responses(const T (*tile)[TX + 2 * (K / 2)], const T* coef, T (&u)[M]) {
+  constexpr int KK = K * K;
+#pragma unroll
+  for (int m = 0; m < M; ++m) u[m] = T(0);
+#pragma unroll
+  for (int dy = 0; dy < K; ++dy)
+#pragma unroll
+    for (int dx = 0; dx < K; ++dx) {
+      const T v = tile[threadIdx.y + dy][threadIdx.x + dx];
+#pragma unroll
+      for (int m = 0; m < M; ++m) u[m] += coef[m * KK + dy * K + dx] * v;
+    }
+}
+
 template <typename T, int K, int M, int TX, int TY>
 __global__ void __launch_bounds__(TX* TY)
     forward_kernel(const T* __restrict__ x, const T* __restrict__ kern, const T* __restrict__ weight,
@@ -71,16 +88,7 @@ __global__ void __launch_bounds__(TX* TY)
   const int px = x0 + threadIdx.x, py = y0 + threadIdx.y;
   if (px >= W || py >= H) return;
   T u[M];
-#pragma unroll
-  for (int m = 0; m < M; ++m) u[m] = T(0);
-#pragma unroll
-  for (int dy = 0; dy < K; ++dy)
-#pragma unroll
-    for (int dx = 0; dx < K; ++dx) {
-      const T v = tile[threadIdx.y + dy][threadIdx.x + dx];
-#pragma unroll
-      for (int m = 0; m < M; ++m) u[m] += coef[m * KK + dy * K + dx] * v;
-    }
+  responses<T, K, M, TX>(tile, coef, u);
   T o = bias[c];
 #pragma unroll
   for (int m = 0; m < M; ++m) o += wsh[m] * abs_t(u[m]);
@@ -114,16 +122,7 @@ __global__ void __launch_bounds__(TX* TY)
   const int px = x0 + threadIdx.x, py = y0 + threadIdx.y;
   const bool valid = px < W && py < H;
   T u[M];
-#pragma unroll
-  for (int m = 0; m < M; ++m) u[m] = T(0);
-#pragma unroll
-  for (int dy = 0; dy < K; ++dy)
-#pragma unroll
-    for (int dx = 0; dx < K; ++dx) {
-      const T v = tile[threadIdx.y + dy][threadIdx.x + dx];
-#pragma unroll
-      for (int m = 0; m < M; ++m) u[m] += coef[m * KK + dy * K + dx] * v;
-    }
+  responses<T, K, M, TX>(tile, coef, u);
   const int64_t p = static_cast<int64_t>(py) * W + px;
   const T gv = valid ? g[plane * HW + p] : T(0);
 #pragma unroll
