@@ -5,7 +5,6 @@
 
 #include <initializer_list>
 #include <string>
-#include <type_traits>
 
 #include <nlohmann/json.hpp>
 

@@ -75,11 +75,12 @@ at::Tensor FilterBank::forward(const at::Tensor& x, bool training) {
   }
   const int64_t C = channels_, M = num_filters_;
   const bool inference = !training && !c10::GradMode::is_enabled();
-  if (ops::zero_sum_impl_for(filter_, activation_, impl_, explicit_impl_, inference) == "fused")
-    return ops::zero_sum_fused(x, theta, proj_weight, proj_bias, n_free_);  // bf16 under autocast: float32 inside
-  if (x.scalar_type() == at::kBFloat16 || x.scalar_type() == at::kHalf)  // autocast: dense filters in float32 too
+  const std::string impl = ops::zero_sum_impl_for(filter_, activation_, impl_, explicit_impl_, inference);
+  // Under autocast the fused op runs bf16 input in float32 itself; the dense filters are run so here.
+  if (impl == "dense" && (x.scalar_type() == at::kBFloat16 || x.scalar_type() == at::kHalf))
     return forward(x.to(at::kFloat), training).to(x.scalar_type());
-  if (filter_ == "zero_sum" && !inference) return ops::zero_sum_dense(x, theta, proj_weight, proj_bias, n_free_, activation_);
+  if (filter_ == "zero_sum" && (impl == "fused" || !inference))
+    return ops::zero_sum(x, theta, proj_weight, proj_bias, n_free_, impl, activation_);
   at::Tensor k;
   if (inference) {
     const at::Tensor& src = filter_ == "srm" ? srm : theta;
