@@ -7,7 +7,8 @@
 #   scripts/mine-negatives.sh WEIGHTS [LIST] [OUT_DIR] [DIFFNET]
 #
 # STRIDE (environment, default 256 = no overlap: 3x cheaper than the default R/2, and false alarms show
-# either way) is the window stride of the mining run.
+# either way) is the window stride of the mining run. THRESHOLD (default: predict's, 0.5) is the region
+# threshold: lower, it also takes near-misses. PER_PAGE (default 6) is the most windows cut per page.
 # WEIGHTS  the model whose false alarms are mined
 # LIST     list file of untouched pages (default data/train/real-untouched.txt, from make-train.sh)
 # OUT_DIR  default data/train/hard-negatives: images/<id>-<k>.jpg, 256x256 crops at 16-aligned offsets
@@ -22,12 +23,14 @@ DIFFNET=${4:-build/diffnet}
 command -v jpegtran >/dev/null || { echo "mine-negatives: jpegtran not found (apt install libjpeg-turbo-progs)" >&2; exit 2; }
 rm -rf "$OUT"
 mkdir -p "$OUT/images"
-grep -v '^#' "$LIST" | xargs "$DIFFNET" predict --weights "$WEIGHTS" --stride "${STRIDE:-256}" --json -q \
+grep -v '^#' "$LIST" | xargs "$DIFFNET" predict --weights "$WEIGHTS" --stride "${STRIDE:-256}" \
+    ${THRESHOLD:+--threshold "$THRESHOLD"} --json -q \
     > "$OUT/predictions.jsonl"
-python3 - "$OUT" <<'PY'
+PER_PAGE=${PER_PAGE:-6} python3 - "$OUT" <<'PY'
 import json, os, subprocess, sys
 out = sys.argv[1]
-R, A, PER_PAGE = 256, 16, 6          # crop size, alignment, most windows per page
+R, A = 256, 16                       # crop size, alignment
+PER_PAGE = int(os.environ["PER_PAGE"])  # most windows per page
 crops = 0
 for line in open(os.path.join(out, "predictions.jsonl")):
     rec = json.loads(line)

@@ -5,6 +5,10 @@ Prints, per profiled iteration: wall time, GPU busy time (union of kernel, copy 
 GPU idle share (time the GPU waits for the host: launch overhead, syncs), kernel launches, host syncs,
 then the kernels grouped by kind (matrix multiply/convolution, depthwise convolution, normalisation,
 elementwise, reductions, optimizer, copies, ours) and the top kernels by time.
+A CPU-only trace (Kineto "cpu_op" events with no GPU work, or the legacy profiler's plain array of operator
+spans that `diffnet bench --profile` writes with a LibTorch without Kineto) is summed by operator SELF
+time (an operator's span less the spans nested in it on the same thread): wall time, operator time, the
+operators grouped by kind and the top operators.
 Usage: trace-summary.py TRACE.json [--iters N] [--top K] [--json OUT.json]
 """
 import argparse
@@ -24,6 +28,17 @@ KINDS = [
     ("reduction", r"reduce|sum_|norm_kernel|mean|var"),
     ("copy / layout / cat", r"copy|cat_|CatArray|transpose|permute|index|gather|scatter|upsample|interp|im2col|col2im|fill"),
     ("elementwise", r"elementwise|vectorized|unrolled|pointwise|Functor|gelu|add|mul"),
+]
+# Kinds of CPU operators (ATen and ours), first match wins.
+CPU_KINDS = [
+    ("optimizer", r"foreach|adam"),
+    ("zero-sum (ours)", r"zero_sum"),
+    ("convolution", r"conv"),
+    ("matrix multiply", r"::(mm|addmm|bmm|matmul|linear)\b"),
+    ("layer norm", r"layer_norm"),
+    ("elementwise", r"gelu|add|mul|div|sub|sqrt|rsqrt|pow|abs|sgn|exp|log|sigmoid|tanh|where|clamp|neg|erf|lerp|threshold"),
+    ("reduction", r"sum|mean|amax|amin|max|min|norm|var|topk"),
+    ("copy / layout", r"copy|contiguous|cat|::to\b|_to_copy|fill|zero|empty|index|gather|scatter|upsample|permute|clone|embedding|pad"),
 ]
 GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
 SYNC_CALLS = re.compile(r"cudaStreamSynchronize|cudaDeviceSynchronize|cudaMemcpy(?!Async)|cudaEventSynchronize")
@@ -51,10 +66,63 @@ def union_length(intervals):
     return total
 
 
+def self_times(spans):
+    """[(event, self time)]: each span less the spans nested directly in it on the same thread."""
+    out = []
+    by_tid = defaultdict(list)
+    for e in spans:
+        by_tid[(e.get("pid"), e.get("tid"))].append(e)
+    for evs in by_tid.values():
+        evs.sort(key=lambda e: (float(e["ts"]), -float(e["dur"])))
+        stack = []  # [end, event, time of direct children]
+        def pop():
+            end, ev, kids = stack.pop()
+            out.append((ev, float(ev["dur"]) - kids))
+        for e in evs:
+            t, d = float(e["ts"]), float(e["dur"])
+            while stack and t >= stack[-1][0]:
+                pop()
+            if stack:
+                stack[-1][2] += d
+            stack.append([t + d, e, 0.0])
+        while stack:
+            pop()
+    return out
+
+
+def summarize_cpu(spans, iters):
+    t0 = min(float(e["ts"]) for e in spans)
+    t1 = max(float(e["ts"]) + float(e["dur"]) for e in spans)
+    by_kind = defaultdict(float)
+    by_name = defaultdict(lambda: [0.0, 0])
+    for e, own in self_times(spans):
+        by_kind[cpu_kind_of(e["name"])] += own / iters
+        by_name[e["name"]][0] += own / iters
+        by_name[e["name"]][1] += 1
+    total = sum(by_kind.values())
+    return {
+        "iters": iters, "device": "cpu", "wall_ms": (t1 - t0) / iters / 1e3, "op_time_ms": total / 1e3,
+        "by_kind_ms": {k: v / 1e3 for k, v in sorted(by_kind.items(), key=lambda kv: -kv[1])},
+        "top_ops": [{"name": n, "ms": v[0] / 1e3, "calls": v[1] / iters}
+                    for n, v in sorted(by_name.items(), key=lambda kv: -kv[1][0])],
+    }
+
+
+def cpu_kind_of(name):
+    for kind, pattern in CPU_KINDS:
+        if re.search(pattern, name, re.IGNORECASE):
+            return kind
+    return "other"
+
+
 def summarize(trace, iters):
     events = trace["traceEvents"] if isinstance(trace, dict) else trace
     spans = [e for e in events if e.get("ph") == "X" and "dur" in e]
     gpu = [e for e in spans if e.get("cat", "").lower() in GPU_CATS]
+    if not gpu:  # CPU only: Kineto's cpu_op events, or the legacy profiler's (no "cat")
+        ops = [e for e in spans if e.get("cat", "cpu_op").lower() == "cpu_op"]
+        if ops:
+            return summarize_cpu(ops, iters)
     runtime = [e for e in spans if e.get("cat", "").lower() == "cuda_runtime"]
     timed = gpu + [e for e in spans if e.get("cat", "").lower() in ("cpu_op", "cuda_runtime")]
     if not timed:
@@ -95,6 +163,18 @@ def main():
         ap.error("--iters must be positive")
     with open(a.trace) as f:
         s = summarize(json.load(f), a.iters)
+    if s.get("device") == "cpu":
+        print("per iteration: wall %.2f ms, operator self time %.2f ms (CPU trace)" % (s["wall_ms"], s["op_time_ms"]))
+        for k, v in s["by_kind_ms"].items():
+            print("  %-28s %8.3f ms  %5.1f %%" % (k, v, 100 * v / s["op_time_ms"] if s["op_time_ms"] else 0))
+        print("top operators by self time (ms per iteration, calls):")
+        for t in s["top_ops"][:a.top]:
+            print("  %8.3f  %5.0f  %s" % (t["ms"], t["calls"], t["name"][:150]))
+        if a.json:
+            s["top_ops"] = s["top_ops"][:50]
+            with open(a.json, "w") as f:
+                json.dump(s, f, indent=1)
+        return
     print("per iteration: wall %.2f ms, GPU busy %.2f ms (idle %s), GPU work %.2f ms, %.0f kernel launches, %.0f host syncs"
           % (s["wall_ms"], s["gpu_busy_ms"],
              "n/a" if s["gpu_idle_share"] is None else "%.0f %%" % (100 * s["gpu_idle_share"]),

@@ -35,6 +35,19 @@ TRACE = {"traceEvents": [
 ]}
 
 
+def L(name, t, d, tid=1):  # the legacy profiler's events: no "cat"
+    return {"name": name, "ph": "X", "ts": t, "dur": d, "tid": tid, "pid": "CPU Functions", "args": {}}
+
+
+# Two iterations on the CPU. Thread 1: a convolution backward [0,100) holding an mm [10,40) (which holds a
+# mul [20,30)) and a sum [50,60); then our op [200,210). Thread 2: an optimizer step [5,15).
+# Self times: 100-30-10 = 60, 30-10 = 20, 10, 10, 10, 10 (120 in all, 60 per iteration).
+LEGACY = [
+    L("aten::convolution_backward", 0, 100), L("aten::mul", 20, 10), L("aten::mm", 10, 30),
+    L("aten::sum", 50, 10), L("diffnet::zero_sum_fused", 200, 10), L("aten::_foreach_add_", 5, 10, tid=2),
+]
+
+
 class TraceSummary(unittest.TestCase):
     def test_union_counts_overlaps_once(self):
         self.assertEqual(ts.union_length([(0, 10), (5, 15), (30, 34), (50, 56), (51, 52)]), 15 + 4 + 6)
@@ -54,6 +67,20 @@ class TraceSummary(unittest.TestCase):
         self.assertAlmostEqual(k["copies / memset"], 2e-3)
         self.assertAlmostEqual(k["depthwise conv"], 3e-3)
         self.assertEqual(set(k), {"gemm / conv (tensor cores)", "elementwise", "copies / memset", "depthwise conv"})
+
+    def test_cpu_trace_self_times(self):
+        s = ts.summarize(LEGACY, 2)
+        self.assertEqual(s["device"], "cpu")
+        self.assertAlmostEqual(s["wall_ms"], 210 / 2 / 1e3)
+        self.assertAlmostEqual(s["op_time_ms"], 120 / 2 / 1e3)
+        self.assertEqual({k: round(v * 1e3, 6) for k, v in s["by_kind_ms"].items()},
+                         {"convolution": 30, "matrix multiply": 10, "elementwise": 5, "reduction": 5,
+                          "zero-sum (ours)": 5, "optimizer": 5})
+        self.assertEqual([t["name"] for t in s["top_ops"][:2]], ["aten::convolution_backward", "aten::mm"])
+        self.assertAlmostEqual(s["top_ops"][0]["calls"], 0.5)
+        # The same spans as Kineto CPU events (cat cpu_op) sum the same way.
+        kineto = {"traceEvents": [dict(e, cat="cpu_op") for e in LEGACY]}
+        self.assertEqual(ts.summarize(kineto, 2)["by_kind_ms"], s["by_kind_ms"])
 
     def test_cli_prints_and_writes_json(self):
         with tempfile.TemporaryDirectory() as d:

@@ -4,6 +4,7 @@
 #include <ATen/Parallel.h>
 #include <ATen/autocast_mode.h>
 #include <torch/cuda.h>
+#include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/version.h>
 
 #include <cstdio>
@@ -213,6 +214,17 @@ struct CudaGraph::Impl {
 };
 #endif
 
+namespace {
+
+// The legacy autograd profiler: CPU operators only (nested aten:: events with wall-clock spans), but
+// present in every LibTorch build, including those without Kineto (Debian's).
+void write_legacy_trace(const std::string& path, const std::function<void()>& fn) {
+  torch::autograd::profiler::RecordProfile guard(path);
+  fn();
+}
+
+}  // namespace
+
 void write_profile_trace(const std::string& path, bool cuda, const std::function<void()>& fn) {
   {
     std::ofstream probe(path, std::ios::app);
@@ -235,14 +247,15 @@ void write_profile_trace(const std::string& path, bool cuda, const std::function
   auto result = ap::disableProfiler();
   try {
     result->save(path);
+    return;
   } catch (const c10::Error& e) {  // e.g. a LibTorch built without Kineto (USE_KINETO=0) has no trace
-    throw Error("profile", std::string("this LibTorch cannot write a profiler trace: ") + e.what_without_backtrace());
+    if (cuda)
+      throw Error("profile", std::string("this LibTorch cannot write a profiler trace: ") + e.what_without_backtrace());
   }
-#else
-  (void)cuda;
-  (void)fn;
-  throw Error("profile", "this LibTorch has no usable Kineto profiler API (see the configure log); use --parts");
 #endif
+  if (cuda) throw Error("profile", "this LibTorch has no usable Kineto profiler API (see the configure log); use --parts");
+  // CPU without Kineto: run the work again under the legacy profiler.
+  write_legacy_trace(path, fn);
 }
 
 CudaGraph::CudaGraph() : impl_(std::make_unique<Impl>()) {}
