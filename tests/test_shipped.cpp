@@ -154,9 +154,9 @@ TEST(Shipped, SeparatesTamperedFromPristineExample) {
   Prediction c = p.predict_file(pristine);
   EXPECT_EQ(t.dct_source, "file");
   // Calibrated page probabilities at the default settings (blend, stride 128): the tampered page above
-  // the 0.5 threshold, the pristine one below (measured 0.792 and 0.035). Not every bundled page is
-  // decided right (README: 4 of 7 tampered and 2 of 3 pristine pages are; the rendered invoice
-  // 08-invoice-pristine scores 0.53 with false alarms on its bold type).
+  // the 0.5 threshold, the pristine one below (measured 0.788 and 0.028). Not every bundled page is
+  // decided right (README: 3 of 7 tampered and 2 of 3 pristine pages are; the rendered invoice
+  // 08-invoice-pristine scores 0.62 with false alarms on its bold type).
   EXPECT_EQ(t.score_kind, "calibrated");
   EXPECT_EQ(t.stride, 128);
   EXPECT_GT(t.image_score, 0.6) << "tampered " << t.image_score;
@@ -219,7 +219,7 @@ TEST(Shipped, Bf16AgreesWithFloat32) {
 TEST(Shipped, PageScoreAndMapIgnoreWhiteMarginsAndTiling) {
   // The real model on a bundled page (decoded; DCT from pixels for all three inputs): the same page
   // inside a white margin (offsets multiples of the stride 128) gets the same calibrated page score
-  // within 0.05 (measured 0.210 and 0.216), and the page inside the margin and tiled 2 x 2 nearly the same
+  // within 0.05 (measured with stage 7: 0.210 and 0.216), and the page inside the margin and tiled 2 x 2 nearly the same
   // map over the page: windows near the page's edges see margin or the neighbouring tile instead of white
   // padding, so the map moves a little there (measured with the stage-6 model: mean |dp| 0.0019 and
   // 0.0011). The tiled page's SCORE is not asserted: the shipped model puts false alarms where one tile's
