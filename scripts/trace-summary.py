@@ -165,30 +165,22 @@ def main():
         s = summarize(json.load(f), a.iters)
     if s.get("device") == "cpu":
         print("per iteration: wall %.2f ms, operator self time %.2f ms (CPU trace)" % (s["wall_ms"], s["op_time_ms"]))
-        for k, v in s["by_kind_ms"].items():
-            print("  %-28s %8.3f ms  %5.1f %%" % (k, v, 100 * v / s["op_time_ms"] if s["op_time_ms"] else 0))
-        print("top operators by self time (ms per iteration, calls):")
-        for t in s["top_ops"][:a.top]:
-            print("  %8.3f  %5.0f  %s" % (t["ms"], t["calls"], t["name"][:150]))
-        if a.json:
-            s["top_ops"] = s["top_ops"][:50]
-            with open(a.json, "w") as f:
-                json.dump(s, f, indent=1)
-        return
-    print("per iteration: wall %.2f ms, GPU busy %.2f ms (idle %s), GPU work %.2f ms, %.0f kernel launches, %.0f host syncs"
-          % (s["wall_ms"], s["gpu_busy_ms"],
-             "n/a" if s["gpu_idle_share"] is None else "%.0f %%" % (100 * s["gpu_idle_share"]),
-             s["gpu_time_ms"], s["kernel_launches"], s["host_syncs"]))
+        total, top, what = s["op_time_ms"], "top_ops", "operators by self time"
+    else:
+        print("per iteration: wall %.2f ms, GPU busy %.2f ms (idle %s), GPU work %.2f ms, %.0f kernel launches, %.0f host syncs"
+              % (s["wall_ms"], s["gpu_busy_ms"],
+                 "n/a" if s["gpu_idle_share"] is None else "%.0f %%" % (100 * s["gpu_idle_share"]),
+                 s["gpu_time_ms"], s["kernel_launches"], s["host_syncs"]))
+        total, top, what = s["gpu_time_ms"], "top_kernels", "kernels"
     for k, v in s["by_kind_ms"].items():
-        print("  %-28s %8.3f ms  %5.1f %%" % (k, v, 100 * v / s["gpu_time_ms"] if s["gpu_time_ms"] else 0))
-    print("top kernels (ms per iteration, calls):")
-    for t in s["top_kernels"][:a.top]:
+        print("  %-28s %8.3f ms  %5.1f %%" % (k, v, 100 * v / total if total else 0))
+    print("top %s (ms per iteration, calls):" % what)
+    for t in s[top][:a.top]:
         print("  %8.3f  %5.0f  %s" % (t["ms"], t["calls"], t["name"][:150]))
     if a.json:
-        s["top_kernels"] = s["top_kernels"][:50]
+        s[top] = s[top][:50]
         with open(a.json, "w") as f:
             json.dump(s, f, indent=1)
-
 
 if __name__ == "__main__":
     sys.exit(main())
