@@ -44,8 +44,9 @@ GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
 SYNC_CALLS = re.compile(r"cudaStreamSynchronize|cudaDeviceSynchronize|cudaMemcpy(?!Async)|cudaEventSynchronize")
 
 
-def kind_of(name):
-    for kind, pattern in KINDS:
+def kind_of(name, kinds=KINDS):
+    """The first kind in `kinds` (KINDS for GPU kernels, CPU_KINDS for CPU operators) whose pattern matches."""
+    for kind, pattern in kinds:
         if re.search(pattern, name, re.IGNORECASE):
             return kind
     return "other"
@@ -96,7 +97,7 @@ def summarize_cpu(spans, iters):
     by_kind = defaultdict(float)
     by_name = defaultdict(lambda: [0.0, 0])
     for e, own in self_times(spans):
-        by_kind[cpu_kind_of(e["name"])] += own / iters
+        by_kind[kind_of(e["name"], CPU_KINDS)] += own / iters
         by_name[e["name"]][0] += own / iters
         by_name[e["name"]][1] += 1
     total = sum(by_kind.values())
@@ -106,13 +107,6 @@ def summarize_cpu(spans, iters):
         "top_ops": [{"name": n, "ms": v[0] / 1e3, "calls": v[1] / iters}
                     for n, v in sorted(by_name.items(), key=lambda kv: -kv[1][0])],
     }
-
-
-def cpu_kind_of(name):
-    for kind, pattern in CPU_KINDS:
-        if re.search(pattern, name, re.IGNORECASE):
-            return kind
-    return "other"
 
 
 def summarize(trace, iters):
@@ -181,6 +175,7 @@ def main():
         s[top] = s[top][:50]
         with open(a.json, "w") as f:
             json.dump(s, f, indent=1)
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -161,9 +161,9 @@ TEST(Device, GraphErrorsWithoutGpu) {
   EXPECT_THROW(g.replay(), Error);
 }
 
-// Names of the events of one category ("cpu_op", "kernel") in a Chrome trace file.
-// Names of the trace's events of `category`. A Kineto trace is {"traceEvents": [...]} with a "cat" on
-// every event; the legacy profiler's is a plain array of CPU operator spans with no "cat" (cpu_op).
+// Names of the timed events of one category ("cpu_op", "kernel") in a Chrome trace file. A Kineto trace
+// is {"traceEvents": [...]} with a "cat" on every event; the legacy profiler's is a plain array of CPU
+// operator spans with no "cat" (cpu_op).
 static std::vector<std::string> trace_names(const std::string& path, const std::string& category) {
   std::ifstream f(path);
   const nlohmann::json j = nlohmann::json::parse(f);

@@ -55,8 +55,9 @@ class AutocastGuard {
 
 // Runs `fn` under LibTorch's Kineto profiler (CPU operators, and GPU kernels and copies when `cuda`) and
 // writes the Chrome trace (JSON, "traceEvents") to `path`; scripts/trace-summary.py sums kernel times.
-// On the CPU, a LibTorch without Kineto (Debian's) runs `fn` again under the legacy profiler, whose
-// trace (a JSON array of CPU operator spans) trace-summary.py sums by operator self time. With `cuda`,
+// On the CPU, a LibTorch without Kineto (Debian's) runs `fn` under the legacy profiler instead (again,
+// when the Kineto API is there but cannot save a trace), whose trace (a JSON array of CPU operator spans)
+// trace-summary.py sums by operator self time. With `cuda`,
 // throws Error when this LibTorch has no usable Kineto profiler.
 void write_profile_trace(const std::string& path, bool cuda, const std::function<void()>& fn);
 

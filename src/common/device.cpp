@@ -254,7 +254,7 @@ void write_profile_trace(const std::string& path, bool cuda, const std::function
   }
 #endif
   if (cuda) throw Error("profile", "this LibTorch has no usable Kineto profiler API (see the configure log); use --parts");
-  // CPU without Kineto: run the work again under the legacy profiler.
+  // CPU without a Kineto trace: run the work (again, if Kineto ran it) under the legacy profiler.
   write_legacy_trace(path, fn);
 }
 
