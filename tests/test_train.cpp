@@ -382,6 +382,14 @@ TEST(Checkpoint, ResumeIsExactAndCorruptionIsRejected) {
     EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << e.path();
 }
 
+// Runs that are compared bit for bit across processes must not each measure their own Linear backend
+// (model.h): where the two paths are close in time, two processes can pick differently, and the paths
+// differ in the last bits. Pins it for the scope (as the python and install tests do in CMake).
+struct PinLinearBackend {
+  PinLinearBackend() { setenv("DIFFNET_LINEAR", "blas", 1); }
+  ~PinLinearBackend() { unsetenv("DIFFNET_LINEAR"); }
+};
+
 TEST(Cli, ConfigFileFlagsAndErrors) {
   std::string data = make_dataset(temp_dir("cli-data"), 4, 64, 2);
   std::string dir = temp_dir("cli");
@@ -409,6 +417,7 @@ TEST(Cli, ConfigFileFlagsAndErrors) {
   EXPECT_EQ(nlohmann::json::parse(meta["train_config"]).at("lr"), 5e-4);
 
   // Fine-tuning from those weights: the model config comes from the file.
+  const PinLinearBackend pin;  // the two fine-tuning runs below are compared bit for bit
   r = testutil::run_cli("train --data '" + data + "' --out '" + dir + "/ft' --init '" + dir +
                         "/run/model.safetensors' --size 64 --batch 2 --steps 1 --workers 0 --prob-disable 0.5 -q");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -672,9 +681,7 @@ double weights_diff(const std::string& a, const std::string& b) {
 TEST(Dist, TwoProcessesTrainLikeOneWithTwiceTheBatch) {
   if (!diffnet::dist_backend_available("gloo"))
     GTEST_SKIP() << "this LibTorch has no c10d Gloo process group (make's builds require it)";
-  // Separate runs are compared bit for bit below: they must not each measure their own Linear backend
-  // (model.h), which can differ from one process to the next where the two are close.
-  setenv("DIFFNET_LINEAR", "blas", 1);
+  const PinLinearBackend pin;  // separate runs are compared bit for bit below
   std::string data = make_dataset(temp_dir("dist-data"), 12, 96, 31);
   std::string dir = temp_dir("dist");
   const std::string common = "train --config '" + tiny_config(dir) + "' --data '" + data +
@@ -736,7 +743,6 @@ TEST(Dist, TwoProcessesTrainLikeOneWithTwiceTheBatch) {
   EXPECT_NE(bad.err.find("rank 1: its model or training flags differ from rank 0's"), std::string::npos) << bad.err;
   // Each checkpoint names the backend its run used, so a resume continues with it.
   EXPECT_EQ(read_checkpoint(dir + "/part/checkpoints/last.safetensors").state.linear_backend, "blas");
-  unsetenv("DIFFNET_LINEAR");
 }
 
 std::string text_of(const std::string& path) {
