@@ -9,6 +9,8 @@
 #   3. benchmarks: the zero-sum op on the GPU, the model table (base 768^2 batch 1: inference fp32 /
 #      bf16 autocast / CUDA graph / bf16 weights, training step fp32 / bf16 autocast, fused vs dense; atto),
 #      per-part forward times, whole A4 pages at 300 dpi (atto shipped weights, base random weights);
+#   3b. C++ against the plain PyTorch eager port (bench/pytorch-vs-cpp.sh on cuda): base 768^2 inference
+#      and training step in fp32 and bf16 autocast, atto 256^2 batch 16 training with autocast;
 #   4. a 60-second atto training run on .gpu/data (generated pages) whose loss must fall;
 #   5. data parallel on NCCL: `train --nproc <GPUs> --dist-backend nccl`, 20 steps (a world of 1 on one GPU);
 #   6. a kernel-level profile (Kineto trace, summed by scripts/trace-summary.py) of the base 768^2
@@ -18,9 +20,10 @@
 # (one JSON object per benchmark), build.log, ctest.log, train.jsonl. Exit 0 only if all steps passed;
 # a missing piece (no GPU, no GoogleTest, no training data) is reported, not hidden.
 # Environment: PYTHON (python with torch), CUDACXX (nvcc), DIFFNET_CUDA_ARCHITECTURES (e.g. 90), BUILD_DIR,
-# JOBS, DEADLINE_S (skip benchmark steps once this many seconds have passed; default 420), SKIP_TABLE=1
-# (no model table or operator benchmark), PROFILE_MODES (default "train infer"; empty: no profile),
-# ONLY_DIST=1 (build diffnet and test_train only; run the Dist tests and the NCCL step, nothing else).
+# JOBS, DEADLINE_S (skip benchmark steps once this many seconds have passed; default 420), SKIP_PYTORCH=1
+# (no comparison with the PyTorch port), SKIP_TABLE=1 (no model table or operator benchmark),
+# PROFILE_MODES (default "train infer"; empty: no profile), ONLY_DIST=1 (build diffnet and test_train
+# only; run the Dist tests and the NCCL step, nothing else).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -216,6 +219,19 @@ bench() {
     fail "bench $tag ($*)"
   fi
 }
+
+# C++ against the PyTorch eager port on the GPU (same cases, same process order C++ then PyTorch per
+# round, each synchronised per iteration): the ratio PyTorch / C++ (> 1: C++ is faster).
+if [ "${SKIP_PYTORCH:-0}" != 1 ] && time_left; then
+  step "C++ vs PyTorch eager on the GPU (bench/pytorch-vs-cpp.sh)"
+  PT_ENV=(PY="$PY" PRELOAD= DEVICE=cuda ITERS=20 WARMUP=5 THREADS=4)
+  env "${PT_ENV[@]}" ROUNDS=1 CASES="base 768 1 infer;base 768 1 train" timeout 150 \
+    bash "$ROOT/bench/pytorch-vs-cpp.sh" "$DN" 2>&1 | tee -a "$SUMMARY"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || fail "pytorch-vs-cpp fp32"
+  time_left && { env "${PT_ENV[@]}" AMP=1 ROUNDS=2 CASES="base 768 1 infer;base 768 1 train;atto 256 16 train" \
+    timeout 240 bash "$ROOT/bench/pytorch-vs-cpp.sh" "$DN" 2>&1 | tee -a "$SUMMARY"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || fail "pytorch-vs-cpp bf16 autocast"; }
+fi
 
 # SKIP_TABLE=1: a rerun that already has the model table and the operator benchmark.
 if [ "${SKIP_TABLE:-0}" = 1 ]; then

@@ -11,7 +11,8 @@ check gets its inputs from the C++ side.
 
   diffnet_torch.py parity --weights W --cases CASES.safetensors   max |dp| against the C++ maps (JSON)
   diffnet_torch.py bench  --weights W | --config CONFIG.json  --size 768 --batch 1 --mode infer|train
-                          [--iters 5 --warmup 2 --threads 2]  median seconds per iteration (JSON)
+                          [--iters 5 --warmup 2 --threads 2 --device cpu|cuda --amp]
+                          median seconds per iteration (JSON); --amp: bf16 autocast (PyTorch's own op lists)
 """
 import argparse
 import json
@@ -60,7 +61,8 @@ class LayerNorm2d(nn.Module):
         self.eps = eps
 
     def forward(self, x):
-        y = F.layer_norm(x.permute(0, 2, 3, 1), (x.shape[1],), self.weight, self.bias, self.eps)
+        # .float(): under bf16 autocast LayerNorm and GRN run in fp32, as in the C++ model.
+        y = F.layer_norm(x.permute(0, 2, 3, 1).float(), (x.shape[1],), self.weight, self.bias, self.eps)
         return y.permute(0, 3, 1, 2)
 
 
@@ -73,6 +75,7 @@ class GRN(nn.Module):
         self.bias = nn.Parameter(torch.zeros(c))
 
     def forward(self, x):
+        x = x.float()
         gx = x.square().sum((1, 2), keepdim=True).sqrt()
         nx = gx / (gx.mean(-1, keepdim=True) + 1e-6)
         return x + (self.bias + self.weight * (x * nx))
@@ -100,7 +103,7 @@ class Block(nn.Module):
 
     def forward(self, x):
         y = self.conv_dw(x).permute(0, 2, 3, 1)
-        y = self.mlp(self.norm(y)).permute(0, 3, 1, 2)
+        y = self.mlp(self.norm(y.float())).permute(0, 3, 1, 2)
         return x + y
 
 
@@ -318,6 +321,9 @@ def cmd_parity(a):
 
 def cmd_bench(a):
     torch.set_num_threads(a.threads)
+    dev = torch.device(a.device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        sys.exit("diffnet_torch.py: --device cuda but this PyTorch sees no GPU")
     if a.weights:
         model, cfg = load_model(a.weights)
     else:
@@ -325,38 +331,44 @@ def cmd_bench(a):
         model, cfg = load_model(config=json.load(open(a.config)).get("model", None) or json.load(open(a.config)))
     g = torch.Generator().manual_seed(1)
     rgb = normalize_rgb(torch.randint(0, 256, (a.batch, a.size, a.size, 3), dtype=torch.uint8, generator=g))
-    dct = torch.randint(0, 21, (a.batch, a.size, a.size), generator=g)
-    qt = torch.randint(1, 256, (a.batch, 64), generator=g)
-    rgb = rgb.contiguous(memory_format=torch.channels_last)
-    model = model.to(memory_format=torch.channels_last)
+    dct = torch.randint(0, 21, (a.batch, a.size, a.size), generator=g).to(dev)
+    qt = torch.randint(1, 256, (a.batch, 64), generator=g).to(dev)
+    rgb = rgb.contiguous(memory_format=torch.channels_last).to(dev)
+    model = model.to(dev, memory_format=torch.channels_last)
+    amp = torch.autocast(dev.type, dtype=torch.bfloat16, enabled=a.amp)
     if a.mode == "train":
         model.train()
         opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
-        mask = torch.randint(0, 2, (a.batch, a.size, a.size), generator=g)
+        mask = torch.randint(0, 2, (a.batch, a.size, a.size), generator=g).to(dev)
 
         def focal(logits, target, weights, gamma=2.0):  # the trainer's loss (docs/train.md)
             logp = torch.log_softmax(logits.float(), 1).gather(1, target.unsqueeze(1)).squeeze(1)
-            w = torch.tensor(weights)[target]
+            w = torch.tensor(weights, device=dev)[target]
             return (w * -(1 - logp.exp()).pow(gamma) * logp).sum() / w.sum()
 
         def step():
-            seg, cls = model(rgb, dct, qt)
-            loss = focal(seg, mask, [1.0, 16.0]) + 0.1 * focal(cls, mask.flatten(1).amax(1), [1.0, 1.0])
+            with amp:
+                seg, cls = model(rgb, dct, qt)
+                loss = focal(seg, mask, [1.0, 16.0]) + 0.1 * focal(cls, mask.flatten(1).amax(1), [1.0, 1.0])
             opt.zero_grad()
             loss.backward()
             opt.step()
     else:
         def step():
-            with torch.no_grad():
+            with torch.no_grad(), amp:
                 model(rgb, dct, qt)
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
     times = []
     for i in range(a.warmup + a.iters):
+        sync()
         t0 = time.perf_counter()
         step()
+        sync()
         if i >= a.warmup:
             times.append(time.perf_counter() - t0)
     print(json.dumps({"impl": "pytorch-eager", "torch": torch.__version__, "preset": cfg.get("preset"),
                       "size": a.size, "batch": a.batch, "mode": a.mode, "threads": a.threads,
+                      "device": a.device, "amp": a.amp,
                       "median_s": statistics.median(times), "min_s": min(times), "iters": a.iters}))
 
 
@@ -375,6 +387,8 @@ def main():
     b.add_argument("--iters", type=int, default=5)
     b.add_argument("--warmup", type=int, default=2)
     b.add_argument("--threads", type=int, default=2)
+    b.add_argument("--device", default="cpu", help="cpu or cuda")
+    b.add_argument("--amp", action="store_true", help="bf16 autocast")
     a = ap.parse_args()
     if a.cmd == "bench" and not (a.weights or a.config):
         ap.error("bench needs --weights or --config")

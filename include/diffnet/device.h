@@ -38,6 +38,10 @@ std::string resolve_precision(const std::string& precision, const at::Device& de
 void reset_peak_memory(const at::Device& device);
 int64_t peak_memory_bytes(const at::Device& device);
 
+// Whether autocast is on for `device_type` (kCPU or kCUDA; other types: false), through the API of the
+// LibTorch built against (2.4 replaced the per-device calls, and warns at every call of the old ones).
+bool autocast_enabled(at::DeviceType device_type);
+
 // bf16 autocast on `device_type` while alive (fp32 weights; matmul/conv in bf16, norms and softmax in
 // fp32, as LibTorch's autocast lists say). Restores the previous state; not nestable across threads.
 class AutocastGuard {

@@ -161,22 +161,29 @@ int64_t peak_memory_bytes(const at::Device& device) {
   return 0;
 }
 
+bool autocast_enabled(at::DeviceType device_type) {
+  if (device_type != at::kCPU && device_type != at::kCUDA) return false;
+#ifdef DIFFNET_AUTOCAST_BY_DEVICE_TYPE
+  return at::autocast::is_autocast_enabled(device_type);
+#else
+  return device_type == at::kCUDA ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled();
+#endif
+}
+
 AutocastGuard::AutocastGuard(at::DeviceType device_type, bool enabled) : type_(device_type), enabled_(enabled) {
   if (!enabled_) return;
   if (type_ != at::kCPU && type_ != at::kCUDA) throw Error("autocast", "only CPU and CUDA are supported");
+  prev_enabled_ = autocast_enabled(type_);
 #ifdef DIFFNET_AUTOCAST_BY_DEVICE_TYPE
-  prev_enabled_ = at::autocast::is_autocast_enabled(type_);
   prev_dtype_ = at::autocast::get_autocast_dtype(type_);
   at::autocast::set_autocast_dtype(type_, at::kBFloat16);
   at::autocast::set_autocast_enabled(type_, true);
 #else
   if (type_ == at::kCUDA) {
-    prev_enabled_ = at::autocast::is_enabled();
     prev_dtype_ = at::autocast::get_autocast_gpu_dtype();
     at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
     at::autocast::set_enabled(true);
   } else {
-    prev_enabled_ = at::autocast::is_cpu_enabled();
     prev_dtype_ = at::autocast::get_autocast_cpu_dtype();
     at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
     at::autocast::set_cpu_enabled(true);

@@ -4,7 +4,6 @@
 #include "diffnet/zero_sum.h"
 
 #include <ATen/ATen.h>
-#include <ATen/autocast_mode.h>
 
 #include <cmath>
 #include <string>
@@ -53,7 +52,7 @@ void check_fused_args(const at::Tensor& x, const at::Tensor& theta, const at::Te
     throw Error("zero_sum", "the fused implementation supports K in {3, 5, 7, 9}, got " + std::to_string(K) +
                                 " (use disc_impl=dense)");
   // Under autocast, bf16/fp16 arguments are computed in float32 (the op's autocast kernel).
-  const bool autocast = x.is_cuda() ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled();
+  const bool autocast = autocast_enabled(x.device().type());
   auto computed = [autocast](const at::Tensor& t) {
     const auto d = t.scalar_type();
     return autocast && (d == at::kBFloat16 || d == at::kHalf) ? at::kFloat : d;
