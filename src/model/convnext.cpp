@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "diffnet/common.h"
+#include "diffnet/depthwise.h"
 #include "diffnet/model.h"
 
 
@@ -162,7 +163,7 @@ ConvNeXtBlockImpl::ConvNeXtBlockImpl(int64_t channels, double drop_path) : drop_
 }
 
 at::Tensor ConvNeXtBlockImpl::forward(const at::Tensor& x) {
-  at::Tensor y = conv_dw->forward(x.contiguous(at::MemoryFormat::ChannelsLast));
+  at::Tensor y = ops::depthwise_conv(x.contiguous(at::MemoryFormat::ChannelsLast), conv_dw->weight, conv_dw->bias);
   y = y.permute({0, 2, 3, 1});  // NHWC view (free for channels_last)
   y = mlp->forward(layer_norm_last(y, norm->weight, norm->bias, norm->options.eps()));
   y = y.permute({0, 3, 1, 2});

@@ -1,0 +1,32 @@
+// The depthwise K x K convolution of the ConvNeXt blocks (stride 1, zero padding K/2, groups = channels)
+// with our own CPU backward: LibTorch 1.13's (oneDNN) backward for it takes ~10x its forward on the CPU,
+// a tenth of an atto training step (docs/ops.md "Depthwise convolution").
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <tuple>
+
+namespace diffnet::ops {
+
+// y = at::conv2d(x, weight (C,1,K,K), bias (C) or undefined, stride 1, padding K/2, groups C), K odd <= 9.
+// The forward is always at::conv2d. When gradients are recorded for a CPU float32/float64 input, the
+// backward is depthwise_conv_backward below instead of LibTorch's; anywhere else (GPU, inference, other
+// dtypes) this is plain at::conv2d. $DIFFNET_DEPTHWISE=aten keeps LibTorch's backward (A/B runs).
+at::Tensor depthwise_conv(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
+
+// The backward alone, for the upstream gradient `grad` and the forward input `x` (B,C,H,W, CPU,
+// float32/float64, any layout): (dx, undefined unless need_dx), dweight (C,1,K,K), dbias (C).
+std::tuple<at::Tensor, at::Tensor, at::Tensor> depthwise_conv_backward(const at::Tensor& grad, const at::Tensor& x,
+                                                                        const at::Tensor& weight, bool need_dx);
+
+// Whether depthwise_conv uses our backward for these arguments right now (see above).
+bool depthwise_uses_own_backward(const at::Tensor& x, const at::Tensor& weight);
+
+// `diffnet bench --op depthwise`: forward + backward (input, weight and bias gradients) through autograd,
+// LibTorch's backward against ours, on the block shapes of atto (512², batch 2) and base (768², batch 1),
+// channels_last float32 on the CPU; the median of `iters` after one warm-up, alternating the two per
+// iteration. Prints a table, or one JSON object per case with `json`. Returns 0.
+int run_depthwise_bench(int iters, bool json);
+
+}  // namespace diffnet::ops
