@@ -9,7 +9,7 @@
 namespace diffnet::cli {
 namespace {
 
-[[maybe_unused]] void add_unavailable(CLI::App& app, const std::string& name, const std::string& how) {
+void add_unavailable(CLI::App& app, const std::string& name, const std::string& how) {
   CLI::App* sub = app.add_subcommand(name, "(not in this build: " + how + ")");
   sub->allow_extras();
   sub->callback([name, how] { throw Error(name, "not in this build (" + how + ")"); });
