@@ -1,6 +1,6 @@
 // The depthwise K x K convolution of the ConvNeXt blocks (stride 1, zero padding K/2, groups = channels)
-// with our own CPU backward: LibTorch 1.13's (oneDNN) backward for it takes ~10x its forward on the CPU,
-// a tenth of an atto training step (docs/ops.md "Depthwise convolution").
+// with our own CPU backward: LibTorch 1.13's (oneDNN) backward for it takes ~10x its forward on the CPU
+// (docs/ops.md, "The depthwise convolution's backward").
 #pragma once
 
 #include <ATen/ATen.h>
