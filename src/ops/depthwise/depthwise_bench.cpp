@@ -3,23 +3,27 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
+#include <string>
 #include <vector>
 
+#include "diffnet/common.h"
 #include "diffnet/depthwise.h"
 
 namespace diffnet::ops {
 namespace {
 
+// The same median as the model and zero-sum benchmarks (the mean of the middle two for an even count).
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 }  // namespace
 
 int run_depthwise_bench(int iters, bool json) {
+  if (iters < 1) throw Error("bench", "--iters must be >= 1");
   struct Case {
     const char* name;
     int64_t B, C, S;
@@ -36,10 +40,10 @@ int run_depthwise_bench(int iters, bool json) {
     auto step = [&](bool ours) {
       at::Tensor x = x0.clone().requires_grad_(true), w = w0.clone().requires_grad_(true),
                  b = b0.clone().requires_grad_(true);
-      const auto t0 = std::chrono::steady_clock::now();
+      const double t0 = now_seconds();
       at::Tensor y = ours ? depthwise_conv(x, w, b) : at::conv2d(x, w, b, {1, 1}, {3, 3}, {1, 1}, c.C);
       y.backward(g);
-      return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      return (now_seconds() - t0) * 1e3;
     };
     step(false);
     step(true);
