@@ -68,6 +68,14 @@ TEST(Common, Base64KnownVectors) {
   EXPECT_EQ(enc("foobar"), "Zm9vYmFy");
 }
 
+TEST(Common, MedianOfOddAndEvenCounts) {
+  EXPECT_DOUBLE_EQ(median({5.0}), 5.0);
+  EXPECT_DOUBLE_EQ(median({3.0, 1.0, 2.0}), 2.0);
+  EXPECT_DOUBLE_EQ(median({4.0, 1.0, 3.0, 10.0}), 3.5);  // middle two of 1 3 4 10, not the upper one
+  EXPECT_DOUBLE_EQ(median({2.0, 2.0, 9.0, -1.0, 7.0, 0.5}), 2.0);
+  EXPECT_THROW(median({}), Error);
+}
+
 TEST(Common, StaleTempFilesOfDeadWritersAreRemoved) {
   const std::string dir = testutil::temp_dir("common-stale");
   // A pid that no longer runs: a child that exited and was reaped.

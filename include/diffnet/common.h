@@ -89,6 +89,9 @@ std::string base64_encode(const std::vector<uint8_t>& bytes);
 
 // Monotonic seconds since an arbitrary origin.
 double now_seconds();
+// The median of a sample (the mean of the middle two for an even count); the benchmarks' statistic.
+// Throws Error for an empty sample.
+double median(std::vector<double> v);
 // CPU seconds used so far by the whole process / by the calling thread (robust timings on a busy machine).
 double process_cpu_seconds();
 double thread_cpu_seconds();

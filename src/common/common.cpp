@@ -324,6 +324,13 @@ double now_seconds() {
   return duration<double>(steady_clock::now().time_since_epoch()).count();
 }
 
+double median(std::vector<double> v) {
+  if (v.empty()) throw Error("median", "no values");
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 namespace {
 double cpu_clock_seconds(clockid_t id) {
   timespec ts{};

@@ -15,16 +15,6 @@
 #include "model/model_info.h"
 
 namespace diffnet {
-namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-}  // namespace
-
 int run_model_bench(const ModelBenchOptions& opt) {
   if (opt.mode != "infer" && opt.mode != "train")
     throw Error("bench", "--mode must be infer or train, got '" + opt.mode + "'");

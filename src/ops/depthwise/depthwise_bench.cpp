@@ -2,7 +2,6 @@
 #include <ATen/ATen.h>
 #include <torch/torch.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -11,17 +10,6 @@
 #include "diffnet/depthwise.h"
 
 namespace diffnet::ops {
-namespace {
-
-// The same median as the model and zero-sum benchmarks (the mean of the middle two for an even count).
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-}  // namespace
-
 int run_depthwise_bench(int iters, bool json) {
   if (iters < 1) throw Error("bench", "--iters must be >= 1");
   struct Case {

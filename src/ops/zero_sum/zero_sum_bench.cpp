@@ -49,8 +49,7 @@ double median_ms(int iters, const at::Device& device, bool cpu_clock, const std:
     diffnet::synchronize(device);
     t.push_back(((cpu_clock ? process_cpu_seconds() : now_seconds()) - t0) * 1e3);
   }
-  std::sort(t.begin(), t.end());
-  return t.size() % 2 ? t[t.size() / 2] : 0.5 * (t[t.size() / 2 - 1] + t[t.size() / 2]);
+  return median(std::move(t));
 }
 
 }  // namespace
