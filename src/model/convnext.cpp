@@ -8,6 +8,7 @@
 
 #include "diffnet/common.h"
 #include "diffnet/depthwise.h"
+#include "diffnet/grn.h"
 #include "diffnet/model.h"
 
 
@@ -65,16 +66,7 @@ GrnImpl::GrnImpl(int64_t channels) {
   bias = register_parameter("bias", torch::zeros({channels}));
 }
 
-at::Tensor GrnImpl::forward(const at::Tensor& x) {
-  // square -> sum -> sqrt is several times faster than linalg_vector_norm on CPU. The statistics are
-  // taken in float32 also for bf16 activations (autocast, bf16 weights): a bf16 sum over H*W loses digits.
-  const bool reduced = x.scalar_type() == at::kBFloat16 || x.scalar_type() == at::kHalf;
-  const at::Tensor xs = reduced ? x.to(at::kFloat) : x;
-  at::Tensor gx = xs.square().sum({1, 2}, /*keepdim=*/true).sqrt();
-  at::Tensor nx = gx / (gx.mean(-1, /*keepdim=*/true) + 1e-6);
-  if (!reduced) return x + at::addcmul(bias, weight, x * nx);
-  return (xs + at::addcmul(bias.to(at::kFloat), weight.to(at::kFloat), xs * nx)).to(x.scalar_type());
-}
+at::Tensor GrnImpl::forward(const at::Tensor& x) { return ops::grn(x, weight, bias); }
 
 namespace {
 

@@ -1,0 +1,31 @@
+// Global response normalisation (GRN) of the ConvNeXt-V2 MLP, with a fused CPU forward and backward:
+// LibTorch 1.13 runs the composite formula as ~5 elementwise passes forward and more backward over the
+// largest activations of the block (4x the channels; docs/ops.md, "GRN").
+#pragma once
+
+#include <ATen/ATen.h>
+
+namespace diffnet::ops {
+
+// x (B, H, W, C), channel innermost (NHWC); weight, bias (C):
+//   gx[b,c] = sqrt(sum over h,w of x^2),  nx = gx / (mean over c of gx + 1e-6),  y = x + weight * (x * nx) + bias.
+// CPU float32/float64 (x, weight and bias alike): two passes forward (sums of squares, output) and two
+// backward (two sums, input gradient), sums over fixed blocks added in double (same bits for any thread
+// count); once differentiable. Anywhere else (GPU, bf16/half, mixed dtypes) and with
+// $DIFFNET_GRN=aten: grn_composite. A channel that is all zero gets a zero input gradient through gx
+// (the composite's sqrt gives NaN there).
+at::Tensor grn(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
+
+// The same formula as LibTorch operations (differentiable by autograd, any device). Reduced-precision
+// activations (bf16, half) take the statistics and the output in float32 and return their own dtype.
+at::Tensor grn_composite(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
+
+// Whether grn() uses the fused CPU kernel for these arguments (see above).
+bool grn_uses_own_kernel(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
+
+// `diffnet bench --op grn`: forward, and forward + backward through autograd, composite against fused,
+// on the MLP shapes of atto (512², batch 2) and base (768², batch 1), float32 on the CPU; the median of
+// `iters` after one warm-up, alternating the two per iteration. A table, or JSON lines with `json`.
+int run_grn_bench(int iters, bool json);
+
+}  // namespace diffnet::ops

@@ -1,0 +1,176 @@
+// The fused GRN (include/diffnet/grn.h) against the composite formula run by LibTorch's operators and
+// autograd in float64 (an independent code path: ATen reductions and autograd's derivative formulas),
+// for channel counts that are and are not multiples of a vector register, pages smaller and larger than
+// one block of positions, several images; plus thread-count invariance, an all-zero channel, the
+// fallbacks, the argument checks and the benchmark's output.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+#include <torch/torch.h>
+
+#include <string>
+
+#include "diffnet/common.h"
+#include "diffnet/grn.h"
+
+namespace {
+
+using diffnet::ops::grn;
+using diffnet::ops::grn_composite;
+
+struct Grads {
+  at::Tensor y, dx, dw, db;
+};
+
+// Output and gradients of sum(y * r) for y = f(x, w, b).
+template <typename F>
+Grads run(F f, const at::Tensor& x0, const at::Tensor& w0, const at::Tensor& b0, const at::Tensor& r) {
+  at::Tensor x = x0.detach().clone().requires_grad_(true);
+  at::Tensor w = w0.detach().clone().requires_grad_(true);
+  at::Tensor b = b0.detach().clone().requires_grad_(true);
+  at::Tensor y = f(x, w, b);
+  (y * r).sum().backward();
+  return {y.detach(), x.grad(), w.grad(), b.grad()};
+}
+
+double rel_err(const at::Tensor& a, const at::Tensor& ref) {
+  const at::Tensor r = ref.to(at::kDouble);
+  return (a.to(at::kDouble) - r).abs().max().item<double>() / std::max(1e-30, r.abs().max().item<double>());
+}
+
+TEST(Grn, MatchesTheCompositeInFloat64AndFloat32) {
+  torch::manual_seed(11);
+  struct Case {
+    int64_t B, H, W, C;
+  };
+  const Case cases[] = {{2, 5, 7, 13}, {1, 1, 1, 4}, {3, 8, 9, 40}, {1, 16, 17, 160}, {2, 3, 30, 9}};
+  for (const Case& c : cases) {
+    const std::string name = "B" + std::to_string(c.B) + " " + std::to_string(c.H) + "x" + std::to_string(c.W) +
+                             " C" + std::to_string(c.C);
+    // GELU-like inputs (mostly positive, some small negatives), the weights of a trained model's scale.
+    at::Tensor x = at::gelu(at::randn({c.B, c.H, c.W, c.C}, at::kDouble) * 2);
+    at::Tensor w = at::randn({c.C}, at::kDouble) * 0.5, b = at::randn({c.C}, at::kDouble) * 0.1;
+    at::Tensor r = at::randn({c.B, c.H, c.W, c.C}, at::kDouble);
+    ASSERT_TRUE(diffnet::ops::grn_uses_own_kernel(x, w, b)) << name;
+    const Grads ref = run(grn_composite, x, w, b, r);
+    const Grads d64 = run(grn, x, w, b, r);
+    EXPECT_LT(rel_err(d64.y, ref.y), 1e-13) << name;
+    EXPECT_LT(rel_err(d64.dx, ref.dx), 1e-12) << name;
+    EXPECT_LT(rel_err(d64.dw, ref.dw), 1e-12) << name;
+    EXPECT_LT(rel_err(d64.db, ref.db), 1e-12) << name;
+    const Grads d32 = run(grn, x.to(at::kFloat), w.to(at::kFloat), b.to(at::kFloat), r.to(at::kFloat));
+    EXPECT_LT(rel_err(d32.y, ref.y), 2e-6) << name;
+    EXPECT_LT(rel_err(d32.dx, ref.dx), 2e-5) << name;
+    EXPECT_LT(rel_err(d32.dw, ref.dw), 2e-5) << name;
+    EXPECT_LT(rel_err(d32.db, ref.db), 2e-5) << name;
+    // Inference (no autograd) runs the same forward: the same bits.
+    torch::NoGradGuard no_grad;
+    EXPECT_TRUE(at::equal(grn(x.to(at::kFloat), w.to(at::kFloat), b.to(at::kFloat)), d32.y)) << name;
+  }
+}
+
+// A non-contiguous input (a permuted view) is read correctly and its gradient has the input's shape.
+TEST(Grn, NonContiguousInput) {
+  torch::manual_seed(12);
+  at::Tensor nchw = at::randn({2, 24, 6, 7}, at::kDouble);
+  at::Tensor x = nchw.permute({0, 2, 3, 1});  // (B, H, W, C) view, not contiguous
+  ASSERT_FALSE(x.is_contiguous());
+  at::Tensor w = at::randn({24}, at::kDouble), b = at::randn({24}, at::kDouble);
+  at::Tensor r = at::randn({2, 6, 7, 24}, at::kDouble);
+  const Grads ref = run(grn_composite, x, w, b, r);
+  const Grads d = run(grn, x, w, b, r);
+  EXPECT_LT(rel_err(d.y, ref.y), 1e-13);
+  EXPECT_LT(rel_err(d.dx, ref.dx), 1e-12);
+  EXPECT_EQ(d.dx.sizes(), x.sizes());
+}
+
+TEST(Grn, SameBitsForAnyThreadCount) {
+  torch::manual_seed(13);
+  at::Tensor x = at::randn({2, 33, 29, 160}), w = at::randn({160}), b = at::randn({160});
+  at::Tensor r = at::randn({2, 33, 29, 160});
+  const int threads = at::get_num_threads();
+  at::set_num_threads(1);
+  const Grads one = run(grn, x, w, b, r);
+  at::set_num_threads(std::max(2, threads));
+  const Grads two = run(grn, x, w, b, r);
+  at::set_num_threads(threads);
+  EXPECT_TRUE(at::equal(one.y, two.y));
+  EXPECT_TRUE(at::equal(one.dx, two.dx));
+  EXPECT_TRUE(at::equal(one.dw, two.dw));
+  EXPECT_TRUE(at::equal(one.db, two.db));
+}
+
+// A channel that is zero everywhere in an image: gx = nx = 0 there, so y = bias and the input gradient
+// of that channel is the upstream gradient itself (1 + w * 0); the composite's sqrt makes it NaN.
+TEST(Grn, AllZeroChannelHasAFiniteGradient) {
+  torch::manual_seed(14);
+  at::Tensor x = at::randn({1, 4, 5, 8}, at::kDouble);
+  x.select(3, 2).zero_();
+  at::Tensor w = at::randn({8}, at::kDouble), b = at::randn({8}, at::kDouble), r = at::randn({1, 4, 5, 8}, at::kDouble);
+  const Grads d = run(grn, x, w, b, r);
+  EXPECT_TRUE(at::isfinite(d.dx).all().item<bool>());
+  EXPECT_TRUE(at::allclose(d.y.select(3, 2), b[2].expand({1, 4, 5}), 0, 1e-15));
+  EXPECT_TRUE(at::allclose(d.dx.select(3, 2), r.select(3, 2), 0, 1e-15));
+  // The other channels still match the composite.
+  const Grads ref = run(grn_composite, x, w, b, r);
+  at::Tensor keep = at::ones({8}, at::kBool);
+  keep[2] = false;
+  EXPECT_LT(rel_err(d.dx.index({"...", keep}), ref.dx.index({"...", keep})), 1e-12);
+}
+
+// Reduced precision, mixed dtypes and frozen inputs take the composite (or skip gradients not asked for).
+TEST(Grn, FallbacksAndGradientsNotAskedFor) {
+  torch::manual_seed(15);
+  at::Tensor x = at::randn({1, 6, 6, 16}), w = at::randn({16}), b = at::randn({16});
+  at::Tensor xb = x.to(at::kBFloat16);
+  EXPECT_FALSE(diffnet::ops::grn_uses_own_kernel(xb, w, b));
+  EXPECT_FALSE(diffnet::ops::grn_uses_own_kernel(x, w.to(at::kDouble), b));
+  at::Tensor yb = grn(xb, w, b);
+  EXPECT_EQ(yb.scalar_type(), at::kBFloat16);
+  EXPECT_TRUE(at::equal(yb, grn_composite(xb, w, b)));
+  // Only the weights train (a frozen input): their gradients match the composite's.
+  at::Tensor wg = w.clone().requires_grad_(true), bg = b.clone().requires_grad_(true);
+  grn(x, wg, bg).square().sum().backward();
+  at::Tensor wr = w.clone().requires_grad_(true), br = b.clone().requires_grad_(true);
+  grn_composite(x, wr, br).square().sum().backward();
+  EXPECT_LT(rel_err(wg.grad(), wr.grad()), 1e-5);
+  EXPECT_LT(rel_err(bg.grad(), br.grad()), 1e-5);
+}
+
+TEST(Grn, ArgumentErrors) {
+  at::Tensor x = at::randn({1, 4, 4, 8});
+  try {
+    grn(x, at::randn({7}), at::randn({8}));
+    FAIL() << "7 weights for 8 channels accepted";
+  } catch (const diffnet::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("grn: weight and bias must have C = 8 values"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(grn(at::randn({4, 4, 8}), at::randn({8}), at::randn({8})), diffnet::Error);
+}
+
+// `diffnet bench --op grn --json`: two passes per case, both timings positive, the ratio theirs.
+TEST(Grn, BenchPrintsEveryCase) {
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(diffnet::ops::run_grn_bench(1, true), 0);
+  const std::string out = testing::internal::GetCapturedStdout();
+  int lines = 0;
+  size_t at = 0;
+  while ((at = out.find("{\"op\":\"grn\"", at)) != std::string::npos) {
+    const size_t end = out.find('\n', at);
+    const std::string line = out.substr(at, end - at);
+    auto num = [&](const std::string& key) {
+      const size_t k = line.find("\"" + key + "\":");
+      return k == std::string::npos ? -1.0 : std::stod(line.substr(k + key.size() + 3));
+    };
+    const double a = num("composite_ms"), o = num("fused_ms"), r = num("speedup");
+    EXPECT_GT(a, 0.0) << line;
+    EXPECT_GT(o, 0.0) << line;
+    EXPECT_NEAR(r, a / o, 1e-3 * r + 1e-3) << line;
+    ++lines;
+    at = end;
+  }
+  EXPECT_EQ(lines, 16) << out;
+  EXPECT_NE(out.find("\"case\":\"base-s4\",\"shape\":[1,24,24,4096],\"pass\":\"fwd+bwd\""), std::string::npos) << out;
+}
+
+}  // namespace
