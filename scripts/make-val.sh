@@ -32,54 +32,5 @@ DIFFNET=${3:-build/diffnet}
 [ -x "$DIFFNET" ] || { echo "make-val: $DIFFNET not found (run make build first)" >&2; exit 2; }
 [ -d "$SRC/images" ] || { echo "make-val: $SRC/images not found" >&2; exit 2; }
 
-# zero_mask W,H FILE: an all-zero 8-bit grey PNG (so `diffnet score` also scores the untouched pages).
-zero_mask() {
-  python3 - "$1" "$2" <<'PY'
-import struct, sys, zlib
-w, h = map(int, sys.argv[1].split(","))
-def chunk(t, d): return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xffffffff)
-raw = b"".join(b"\0" + bytes(w) for _ in range(h))
-open(sys.argv[2], "wb").write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0))
-                              + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b""))
-PY
-}
-
-# take FROM DIR PREFIX: moves FROM's generated images and masks into DIR with PREFIX on their names.
-take() {
-  local from=$1 dir=$2 prefix=$3 f b
-  for f in "$from"/images/*; do
-    b=$(basename "$f")
-    mv "$f" "$dir/images/$prefix$b"
-    mv "$from/masks/${b%.*}.png" "$dir/masks/$prefix${b%.*}.png"
-  done
-}
-
-make_half() {  # make_half NAME SEED
-  local name=$1 seed=$2 list=data/splits/receipts-val-$1.txt
-  local dir=$OUT/receipts-$name tmp=$OUT/.work-$name
-  rm -rf "$dir" "$tmp"
-  mkdir -p "$dir/images" "$dir/masks" "$tmp/src/images" "$tmp/src/boxes"
-  local n=0
-  while read -r id; do
-    [ -n "$id" ] || continue
-    cp "$SRC/images/$id.jpg" "$dir/images/u-$id.jpg"
-    zero_mask "$(grep "^$id," "$SRC/index.csv" | cut -d, -f2,3)" "$dir/masks/u-$id.png"
-    link_receipt "$SRC" "$id" "$tmp/src"
-    n=$((n + 1))
-  done < "$list"
-  # Untouched but re-saved once, same output pipeline as the edits below.
-  "$DIFFNET" synth --out "$tmp/resaved" --count "$n" --seed "$((seed + 50))" --sources "$tmp/src" \
-      --pristine-prob 1 --q1-prob 0 --output-format mixed --q2 75-95 --quiet >/dev/null
-  take "$tmp/resaved" "$dir" r-
-  mv "$tmp/resaved/manifest.jsonl" "$dir/manifest-resaved.jsonl"
-  "$DIFFNET" synth --out "$tmp/synth" --count $((2 * n)) --seed "$seed" --sources "$tmp/src" \
-      --ops text:2,insert:2,copy-move:1 --max-edits 2 --pristine-prob 0 --q1-prob 0 \
-      --output-format mixed --q2 75-95 --quiet >/dev/null
-  take "$tmp/synth" "$dir" e-
-  mv "$tmp/synth/manifest.jsonl" "$dir/manifest.jsonl"
-  rm -rf "$tmp"
-  echo "make-val: $dir: $n untouched + $n re-saved untouched + $((2 * n)) edited pages"
-}
-
-make_half fit 9101
-make_half report 9102
+make_pages "$SRC" data/splits/receipts-val-fit.txt "$OUT/receipts-fit" 9101 "$DIFFNET"
+make_pages "$SRC" data/splits/receipts-val-report.txt "$OUT/receipts-report" 9102 "$DIFFNET"

@@ -1,8 +1,64 @@
-# Shell functions shared by make-val.sh and make-train.sh (sourced, not run).
+# Shell functions shared by make-val.sh, make-train.sh and make-probe.sh (sourced, not run).
 
 # link_receipt SRC ID DIR: DIR/images/ID.jpg and DIR/boxes/ID.txt become links to the scan and the word
 # boxes of receipt ID in SRC (SRC/images/ID.jpg, SRC/boxes/ID.txt): a `diffnet synth --sources` folder.
 link_receipt() {
   ln -s "$(realpath "$1/images/$2.jpg")" "$3/images/$2.jpg"
   ln -s "$(realpath "$1/boxes/$2.txt")" "$3/boxes/$2.txt"
+}
+
+# zero_mask W,H FILE: an all-zero 8-bit grey PNG (so `diffnet score` also scores the untouched pages).
+zero_mask() {
+  python3 - "$1" "$2" <<'PY'
+import struct, sys, zlib
+w, h = map(int, sys.argv[1].split(","))
+def chunk(t, d): return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xffffffff)
+raw = b"".join(b"\0" + bytes(w) for _ in range(h))
+open(sys.argv[2], "wb").write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0))
+                              + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b""))
+PY
+}
+
+# take FROM DIR PREFIX: moves FROM's generated images and masks into DIR with PREFIX on their names.
+take() {
+  local from=$1 dir=$2 prefix=$3 f b
+  for f in "$from"/images/*; do
+    b=$(basename "$f")
+    mv "$f" "$dir/images/$prefix$b"
+    mv "$from/masks/${b%.*}.png" "$dir/masks/$prefix${b%.*}.png"
+  done
+}
+
+# make_pages SRC LIST DIR SEED DIFFNET: the whole-page set of the receipts listed in LIST (one ID a line)
+# as an `images/ + masks/` dataset in DIR (docs/eval.md, "Validation set"): u-ID (the untouched scan, its
+# original bytes), r-N (each receipt re-saved once without an edit, through the edits' output pipeline),
+# e-N (two edited versions of each receipt), manifest.jsonl and manifest-resaved.jsonl. DIR is
+# .../receipts-NAME; the scratch folder .../.work-NAME beside it is removed at the end.
+make_pages() {
+  local src=$1 list=$2 dir=$3 seed=$4 diffnet=$5
+  local name tmp
+  name=$(basename "$dir")
+  tmp=$(dirname "$dir")/.work-${name#receipts-}
+  rm -rf "$dir" "$tmp"
+  mkdir -p "$dir/images" "$dir/masks" "$tmp/src/images" "$tmp/src/boxes"
+  local n=0
+  while read -r id; do
+    [ -n "$id" ] || continue
+    cp "$src/images/$id.jpg" "$dir/images/u-$id.jpg"
+    zero_mask "$(grep "^$id," "$src/index.csv" | cut -d, -f2,3)" "$dir/masks/u-$id.png"
+    link_receipt "$src" "$id" "$tmp/src"
+    n=$((n + 1))
+  done < "$list"
+  # Untouched but re-saved once, same output pipeline as the edits below.
+  "$diffnet" synth --out "$tmp/resaved" --count "$n" --seed "$((seed + 50))" --sources "$tmp/src" \
+      --pristine-prob 1 --q1-prob 0 --output-format mixed --q2 75-95 --quiet >/dev/null
+  take "$tmp/resaved" "$dir" r-
+  mv "$tmp/resaved/manifest.jsonl" "$dir/manifest-resaved.jsonl"
+  "$diffnet" synth --out "$tmp/synth" --count $((2 * n)) --seed "$seed" --sources "$tmp/src" \
+      --ops text:2,insert:2,copy-move:1 --max-edits 2 --pristine-prob 0 --q1-prob 0 \
+      --output-format mixed --q2 75-95 --quiet >/dev/null
+  take "$tmp/synth" "$dir" e-
+  mv "$tmp/synth/manifest.jsonl" "$dir/manifest.jsonl"
+  rm -rf "$tmp"
+  echo "$dir: $n untouched + $n re-saved untouched + $((2 * n)) edited pages"
 }
