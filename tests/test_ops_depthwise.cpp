@@ -9,6 +9,7 @@
 
 #include <string>
 
+#include "bench_json_lines.h"
 #include "diffnet/common.h"
 #include "diffnet/depthwise.h"
 
@@ -141,23 +142,14 @@ TEST(Depthwise, BenchPrintsEveryCase) {
   testing::internal::CaptureStdout();
   EXPECT_EQ(diffnet::ops::run_depthwise_bench(1, true), 0);
   const std::string out = testing::internal::GetCapturedStdout();
-  int lines = 0;
-  size_t at = 0;
-  while ((at = out.find("{\"case\":", at)) != std::string::npos) {
-    const size_t end = out.find('\n', at);
-    const std::string line = out.substr(at, end - at);
-    auto num = [&](const std::string& key) {
-      const size_t k = line.find("\"" + key + "\":");
-      return k == std::string::npos ? -1.0 : std::stod(line.substr(k + key.size() + 3));
-    };
-    const double a = num("libtorch_ms"), o = num("ours_ms"), r = num("speedup");
-    EXPECT_GT(a, 0.0) << line;
-    EXPECT_GT(o, 0.0) << line;
-    EXPECT_NEAR(r, a / o, 1e-3 * r + 1e-3) << line;
-    ++lines;
-    at = end;
+  const auto lines = testutil::bench_json_lines(out, "{\"case\":", {"libtorch_ms", "ours_ms", "speedup"});
+  for (const auto& line : lines) {
+    const double a = line.num.at("libtorch_ms"), o = line.num.at("ours_ms"), r = line.num.at("speedup");
+    EXPECT_GT(a, 0.0) << line.text;
+    EXPECT_GT(o, 0.0) << line.text;
+    EXPECT_NEAR(r, a / o, 1e-3 * r + 1e-3) << line.text;
   }
-  EXPECT_EQ(lines, 8) << out;
+  EXPECT_EQ(lines.size(), 8u) << out;
   EXPECT_NE(out.find("\"case\":\"base-s4\",\"shape\":[1,1024,24,24]"), std::string::npos) << out;
 }
 

@@ -8,10 +8,13 @@
 #include <ATen/ATen.h>
 #include <torch/torch.h>
 
+#include <cstdlib>
 #include <string>
 
+#include "bench_json_lines.h"
 #include "diffnet/common.h"
 #include "diffnet/grn.h"
+#include "ops/env_switch.h"
 
 namespace {
 
@@ -148,28 +151,41 @@ TEST(Grn, ArgumentErrors) {
   EXPECT_THROW(grn(at::randn({4, 4, 8}), at::randn({8}), at::randn({8})), diffnet::Error);
 }
 
+// $DIFFNET_GRN / $DIFFNET_DEPTHWISE: unset, empty or "ours" keep our kernels, "aten" LibTorch's, anything
+// else is an error naming the variable.
+TEST(Grn, EnvSwitchValues) {
+  const char* name = "DIFFNET_TEST_SWITCH";
+  unsetenv(name);
+  EXPECT_FALSE(diffnet::ops::env_says_aten(name));
+  setenv(name, "", 1);
+  EXPECT_FALSE(diffnet::ops::env_says_aten(name));
+  setenv(name, "ours", 1);
+  EXPECT_FALSE(diffnet::ops::env_says_aten(name));
+  setenv(name, "aten", 1);
+  EXPECT_TRUE(diffnet::ops::env_says_aten(name));
+  setenv(name, "fast", 1);
+  try {
+    diffnet::ops::env_says_aten(name);
+    FAIL() << "'fast' accepted";
+  } catch (const diffnet::Error& e) {
+    EXPECT_EQ(std::string(e.what()), "DIFFNET_TEST_SWITCH: 'fast' is not aten or ours");
+  }
+  unsetenv(name);
+}
+
 // `diffnet bench --op grn --json`: two passes per case, both timings positive, the ratio theirs.
 TEST(Grn, BenchPrintsEveryCase) {
   testing::internal::CaptureStdout();
   EXPECT_EQ(diffnet::ops::run_grn_bench(1, true), 0);
   const std::string out = testing::internal::GetCapturedStdout();
-  int lines = 0;
-  size_t at = 0;
-  while ((at = out.find("{\"op\":\"grn\"", at)) != std::string::npos) {
-    const size_t end = out.find('\n', at);
-    const std::string line = out.substr(at, end - at);
-    auto num = [&](const std::string& key) {
-      const size_t k = line.find("\"" + key + "\":");
-      return k == std::string::npos ? -1.0 : std::stod(line.substr(k + key.size() + 3));
-    };
-    const double a = num("composite_ms"), o = num("fused_ms"), r = num("speedup");
-    EXPECT_GT(a, 0.0) << line;
-    EXPECT_GT(o, 0.0) << line;
-    EXPECT_NEAR(r, a / o, 1e-3 * r + 1e-3) << line;
-    ++lines;
-    at = end;
+  const auto lines = testutil::bench_json_lines(out, "{\"op\":\"grn\"", {"composite_ms", "fused_ms", "speedup"});
+  for (const auto& line : lines) {
+    const double a = line.num.at("composite_ms"), o = line.num.at("fused_ms"), r = line.num.at("speedup");
+    EXPECT_GT(a, 0.0) << line.text;
+    EXPECT_GT(o, 0.0) << line.text;
+    EXPECT_NEAR(r, a / o, 1e-3 * r + 1e-3) << line.text;
   }
-  EXPECT_EQ(lines, 16) << out;
+  EXPECT_EQ(lines.size(), 16u) << out;
   EXPECT_NE(out.find("\"case\":\"base-s4\",\"shape\":[1,24,24,4096],\"pass\":\"fwd+bwd\""), std::string::npos) << out;
 }
 

@@ -4,11 +4,10 @@
 
 #include <torch/csrc/autograd/custom_function.h>
 
-#include <cstdlib>
-#include <cstring>
 #include <string>
 
 #include "diffnet/common.h"
+#include "ops/env_switch.h"
 #include "ops/grn/cpu/grn_kernel.h"
 
 namespace diffnet::ops {
@@ -27,12 +26,7 @@ void check_args(const at::Tensor& x, const at::Tensor& weight, const at::Tensor&
 }
 
 bool aten_forced() {
-  static const bool forced = [] {
-    const char* env = std::getenv("DIFFNET_GRN");
-    if (!env || !*env || std::strcmp(env, "ours") == 0) return false;
-    if (std::strcmp(env, "aten") == 0) return true;
-    throw Error("DIFFNET_GRN", std::string("'") + env + "' is not aten or ours");
-  }();
+  static const bool forced = env_says_aten("DIFFNET_GRN");
   return forced;
 }
 
