@@ -9,37 +9,21 @@
 
 #include <string>
 
-#include "bench_json_lines.h"
 #include "diffnet/common.h"
 #include "diffnet/depthwise.h"
+#include "ops_test_util.h"
 
 namespace {
 
+using testutil::Grads;
+using testutil::rel_err;
+using testutil::run_grads;
+
 using diffnet::ops::depthwise_conv;
-
-struct Grads {
-  at::Tensor y, dx, dw, db;
-};
-
-// Output and gradients of sum(y * r) for y = f(x, w, b).
-template <typename F>
-Grads run(F f, const at::Tensor& x0, const at::Tensor& w0, const at::Tensor& b0, const at::Tensor& r) {
-  at::Tensor x = x0.detach().clone().requires_grad_(true);
-  at::Tensor w = w0.detach().clone().requires_grad_(true);
-  at::Tensor b = b0.detach().clone().requires_grad_(true);
-  at::Tensor y = f(x, w, b);
-  (y * r).sum().backward();
-  return {y.detach(), x.grad(), w.grad(), b.grad()};
-}
 
 at::Tensor reference(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
   const int64_t K = w.size(2);
   return at::conv2d(x, w, b, {1, 1}, {K / 2, K / 2}, {1, 1}, x.size(1));
-}
-
-double rel_err(const at::Tensor& a, const at::Tensor& ref) {
-  const at::Tensor r = ref.to(at::kDouble);
-  return (a.to(at::kDouble) - r).abs().max().item<double>() / std::max(1e-30, r.abs().max().item<double>());
 }
 
 struct Case {
@@ -58,8 +42,8 @@ TEST(Depthwise, BackwardMatchesLibTorchInFloat64AndFloat32) {
     at::Tensor b = at::randn({c.C}, at::kDouble);
     at::Tensor r = at::randn({c.B, c.C, c.H, c.W}, at::kDouble);
     ASSERT_TRUE(diffnet::ops::depthwise_uses_own_backward(x.clone().requires_grad_(true), w)) << name;
-    const Grads ref = run(reference, x, w, b, r);
-    const Grads d64 = run(depthwise_conv, x, w, b, r);
+    const Grads ref = run_grads(reference, x, w, b, r);
+    const Grads d64 = run_grads(depthwise_conv, x, w, b, r);
     EXPECT_LT(rel_err(d64.y, ref.y), 1e-14) << name;
     EXPECT_LT(rel_err(d64.dx, ref.dx), 1e-13) << name;
     EXPECT_LT(rel_err(d64.dw, ref.dw), 1e-13) << name;
@@ -67,7 +51,7 @@ TEST(Depthwise, BackwardMatchesLibTorchInFloat64AndFloat32) {
     // float32 (the training dtype) against the float64 reference; NCHW input too.
     for (const bool cl : {true, false}) {
       at::Tensor x32 = x.to(at::kFloat).contiguous(cl ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous);
-      const Grads d32 = run(depthwise_conv, x32, w.to(at::kFloat), b.to(at::kFloat), r.to(at::kFloat));
+      const Grads d32 = run_grads(depthwise_conv, x32, w.to(at::kFloat), b.to(at::kFloat), r.to(at::kFloat));
       EXPECT_LT(rel_err(d32.dx, ref.dx), 2e-6) << name << (cl ? " channels_last" : " NCHW");
       EXPECT_LT(rel_err(d32.dw, ref.dw), 2e-6) << name << (cl ? " channels_last" : " NCHW");
       EXPECT_LT(rel_err(d32.db, ref.db), 2e-6) << name << (cl ? " channels_last" : " NCHW");
@@ -142,14 +126,7 @@ TEST(Depthwise, BenchPrintsEveryCase) {
   testing::internal::CaptureStdout();
   EXPECT_EQ(diffnet::ops::run_depthwise_bench(1, true), 0);
   const std::string out = testing::internal::GetCapturedStdout();
-  const auto lines = testutil::bench_json_lines(out, "{\"case\":", {"libtorch_ms", "ours_ms", "speedup"});
-  for (const auto& line : lines) {
-    const double a = line.num.at("libtorch_ms"), o = line.num.at("ours_ms"), r = line.num.at("speedup");
-    EXPECT_GT(a, 0.0) << line.text;
-    EXPECT_GT(o, 0.0) << line.text;
-    EXPECT_NEAR(r, a / o, 1e-3 * r + 1e-3) << line.text;
-  }
-  EXPECT_EQ(lines.size(), 8u) << out;
+  EXPECT_EQ(testutil::expect_bench_lines(out, "{\"case\":", "libtorch_ms", "ours_ms"), 8u) << out;
   EXPECT_NE(out.find("\"case\":\"base-s4\",\"shape\":[1,1024,24,24]"), std::string::npos) << out;
 }
 

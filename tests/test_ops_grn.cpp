@@ -11,35 +11,19 @@
 #include <cstdlib>
 #include <string>
 
-#include "bench_json_lines.h"
 #include "diffnet/common.h"
 #include "diffnet/grn.h"
 #include "ops/env_switch.h"
+#include "ops_test_util.h"
 
 namespace {
 
+using testutil::Grads;
+using testutil::rel_err;
+using testutil::run_grads;
+
 using diffnet::ops::grn;
 using diffnet::ops::grn_composite;
-
-struct Grads {
-  at::Tensor y, dx, dw, db;
-};
-
-// Output and gradients of sum(y * r) for y = f(x, w, b).
-template <typename F>
-Grads run(F f, const at::Tensor& x0, const at::Tensor& w0, const at::Tensor& b0, const at::Tensor& r) {
-  at::Tensor x = x0.detach().clone().requires_grad_(true);
-  at::Tensor w = w0.detach().clone().requires_grad_(true);
-  at::Tensor b = b0.detach().clone().requires_grad_(true);
-  at::Tensor y = f(x, w, b);
-  (y * r).sum().backward();
-  return {y.detach(), x.grad(), w.grad(), b.grad()};
-}
-
-double rel_err(const at::Tensor& a, const at::Tensor& ref) {
-  const at::Tensor r = ref.to(at::kDouble);
-  return (a.to(at::kDouble) - r).abs().max().item<double>() / std::max(1e-30, r.abs().max().item<double>());
-}
 
 TEST(Grn, MatchesTheCompositeInFloat64AndFloat32) {
   torch::manual_seed(11);
@@ -55,13 +39,13 @@ TEST(Grn, MatchesTheCompositeInFloat64AndFloat32) {
     at::Tensor w = at::randn({c.C}, at::kDouble) * 0.5, b = at::randn({c.C}, at::kDouble) * 0.1;
     at::Tensor r = at::randn({c.B, c.H, c.W, c.C}, at::kDouble);
     ASSERT_TRUE(diffnet::ops::grn_uses_own_kernel(x, w, b)) << name;
-    const Grads ref = run(grn_composite, x, w, b, r);
-    const Grads d64 = run(grn, x, w, b, r);
+    const Grads ref = run_grads(grn_composite, x, w, b, r);
+    const Grads d64 = run_grads(grn, x, w, b, r);
     EXPECT_LT(rel_err(d64.y, ref.y), 1e-13) << name;
     EXPECT_LT(rel_err(d64.dx, ref.dx), 1e-12) << name;
     EXPECT_LT(rel_err(d64.dw, ref.dw), 1e-12) << name;
     EXPECT_LT(rel_err(d64.db, ref.db), 1e-12) << name;
-    const Grads d32 = run(grn, x.to(at::kFloat), w.to(at::kFloat), b.to(at::kFloat), r.to(at::kFloat));
+    const Grads d32 = run_grads(grn, x.to(at::kFloat), w.to(at::kFloat), b.to(at::kFloat), r.to(at::kFloat));
     EXPECT_LT(rel_err(d32.y, ref.y), 2e-6) << name;
     EXPECT_LT(rel_err(d32.dx, ref.dx), 2e-5) << name;
     EXPECT_LT(rel_err(d32.dw, ref.dw), 2e-5) << name;
@@ -80,8 +64,8 @@ TEST(Grn, NonContiguousInput) {
   ASSERT_FALSE(x.is_contiguous());
   at::Tensor w = at::randn({24}, at::kDouble), b = at::randn({24}, at::kDouble);
   at::Tensor r = at::randn({2, 6, 7, 24}, at::kDouble);
-  const Grads ref = run(grn_composite, x, w, b, r);
-  const Grads d = run(grn, x, w, b, r);
+  const Grads ref = run_grads(grn_composite, x, w, b, r);
+  const Grads d = run_grads(grn, x, w, b, r);
   EXPECT_LT(rel_err(d.y, ref.y), 1e-13);
   EXPECT_LT(rel_err(d.dx, ref.dx), 1e-12);
   EXPECT_EQ(d.dx.sizes(), x.sizes());
@@ -93,9 +77,9 @@ TEST(Grn, SameBitsForAnyThreadCount) {
   at::Tensor r = at::randn({2, 33, 29, 160});
   const int threads = at::get_num_threads();
   at::set_num_threads(1);
-  const Grads one = run(grn, x, w, b, r);
+  const Grads one = run_grads(grn, x, w, b, r);
   at::set_num_threads(std::max(2, threads));
-  const Grads two = run(grn, x, w, b, r);
+  const Grads two = run_grads(grn, x, w, b, r);
   at::set_num_threads(threads);
   EXPECT_TRUE(at::equal(one.y, two.y));
   EXPECT_TRUE(at::equal(one.dx, two.dx));
@@ -110,12 +94,12 @@ TEST(Grn, AllZeroChannelHasAFiniteGradient) {
   at::Tensor x = at::randn({1, 4, 5, 8}, at::kDouble);
   x.select(3, 2).zero_();
   at::Tensor w = at::randn({8}, at::kDouble), b = at::randn({8}, at::kDouble), r = at::randn({1, 4, 5, 8}, at::kDouble);
-  const Grads d = run(grn, x, w, b, r);
+  const Grads d = run_grads(grn, x, w, b, r);
   EXPECT_TRUE(at::isfinite(d.dx).all().item<bool>());
   EXPECT_TRUE(at::allclose(d.y.select(3, 2), b[2].expand({1, 4, 5}), 0, 1e-15));
   EXPECT_TRUE(at::allclose(d.dx.select(3, 2), r.select(3, 2), 0, 1e-15));
   // The other channels still match the composite.
-  const Grads ref = run(grn_composite, x, w, b, r);
+  const Grads ref = run_grads(grn_composite, x, w, b, r);
   at::Tensor keep = at::ones({8}, at::kBool);
   keep[2] = false;
   EXPECT_LT(rel_err(d.dx.index({"...", keep}), ref.dx.index({"...", keep})), 1e-12);
@@ -178,14 +162,7 @@ TEST(Grn, BenchPrintsEveryCase) {
   testing::internal::CaptureStdout();
   EXPECT_EQ(diffnet::ops::run_grn_bench(1, true), 0);
   const std::string out = testing::internal::GetCapturedStdout();
-  const auto lines = testutil::bench_json_lines(out, "{\"op\":\"grn\"", {"composite_ms", "fused_ms", "speedup"});
-  for (const auto& line : lines) {
-    const double a = line.num.at("composite_ms"), o = line.num.at("fused_ms"), r = line.num.at("speedup");
-    EXPECT_GT(a, 0.0) << line.text;
-    EXPECT_GT(o, 0.0) << line.text;
-    EXPECT_NEAR(r, a / o, 1e-3 * r + 1e-3) << line.text;
-  }
-  EXPECT_EQ(lines.size(), 16u) << out;
+  EXPECT_EQ(testutil::expect_bench_lines(out, "{\"op\":\"grn\"", "composite_ms", "fused_ms"), 16u) << out;
   EXPECT_NE(out.find("\"case\":\"base-s4\",\"shape\":[1,24,24,4096],\"pass\":\"fwd+bwd\""), std::string::npos) << out;
 }
 

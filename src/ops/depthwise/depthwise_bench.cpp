@@ -4,10 +4,10 @@
 
 #include <cstdio>
 #include <string>
-#include <vector>
 
 #include "diffnet/common.h"
 #include "diffnet/depthwise.h"
+#include "ops/op_bench.h"
 
 namespace diffnet::ops {
 int run_depthwise_bench(int iters, bool json) {
@@ -33,14 +33,7 @@ int run_depthwise_bench(int iters, bool json) {
       y.backward(g);
       return (now_seconds() - t0) * 1e3;
     };
-    step(false);
-    step(true);
-    std::vector<double> aten, own;
-    for (int i = 0; i < iters; ++i) {
-      aten.push_back(step(false));
-      own.push_back(step(true));
-    }
-    const double a = median(aten), o = median(own);
+    const auto [a, o] = alternated_medians(iters, step);
     if (json)
       std::printf("{\"case\":\"%s\",\"shape\":[%ld,%ld,%ld,%ld],\"pass\":\"fwd+bwd\",\"libtorch_ms\":%.4f,"
                   "\"ours_ms\":%.4f,\"speedup\":%.3f,\"threads\":%d}\n",

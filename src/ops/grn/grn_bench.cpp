@@ -4,10 +4,10 @@
 
 #include <cstdio>
 #include <string>
-#include <vector>
 
 #include "diffnet/common.h"
 #include "diffnet/grn.h"
+#include "ops/op_bench.h"
 
 namespace diffnet::ops {
 
@@ -36,14 +36,7 @@ int run_grn_bench(int iters, bool json) {
         if (backward) y.backward(g);
         return (now_seconds() - t0) * 1e3;
       };
-      step(false);
-      step(true);
-      std::vector<double> comp, own;
-      for (int i = 0; i < iters; ++i) {
-        comp.push_back(step(false));
-        own.push_back(step(true));
-      }
-      const double a = median(comp), o = median(own);
+      const auto [a, o] = alternated_medians(iters, step);
       const char* pass = backward ? "fwd+bwd" : "fwd";
       if (json)
         std::printf("{\"op\":\"grn\",\"case\":\"%s\",\"shape\":[%ld,%ld,%ld,%ld],\"pass\":\"%s\",\"composite_ms\":%.4f,"
