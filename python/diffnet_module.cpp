@@ -1,6 +1,6 @@
 // The `diffnet` Python module (pybind11): the C++ Predictor behind a small API.
 //   import diffnet
-//   p = diffnet.Predictor(weights=None, threshold=0.5, pdf_dpi=200)
+//   p = diffnet.Predictor(weights=None, threshold=0.5, page_threshold=None, pdf_dpi=200)
 //   r = p.predict("scan.jpg")          # or a uint8 numpy array (H, W, 3) RGB
 //   r["image_score"], r["decision"], r["regions"], r["prob"]   # prob: float32 numpy (H, W)
 // A PDF/TIFF gives {"file", "page_count", "pages": [record per page]} as `diffnet serve` does. Records are
@@ -13,6 +13,7 @@
 
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "diffnet/common.h"
@@ -36,11 +37,12 @@ py::array_t<float> to_numpy(const at::Tensor& prob) {
 
 class PyPredictor {
  public:
-  PyPredictor(const std::string& weights, double threshold, double pdf_dpi, int64_t max_pages, int64_t batch,
-              const std::string& precision)
+  PyPredictor(const std::string& weights, double threshold, std::optional<double> page_threshold, double pdf_dpi,
+              int64_t max_pages, int64_t batch, const std::string& precision)
       : opt_([&] {
           PredictOptions o;
           o.threshold = threshold;
+          o.page_threshold = page_threshold.value_or(-1.0);
           o.batch = batch;
           o.precision = precision;
           return o;
@@ -100,7 +102,7 @@ class PyPredictor {
   }
 
   py::dict record(const Prediction& p) {
-    py::dict d = to_python(prediction_to_json(p, opt_.threshold)).cast<py::dict>();
+    py::dict d = to_python(prediction_to_json(p)).cast<py::dict>();
     d["prob"] = to_numpy(p.prob);
     return d;
   }
@@ -116,15 +118,17 @@ PYBIND11_MODULE(diffnet, m) {
   m.doc() = "DiffNet document tampering localisation (the C++ implementation's Predictor)";
   py::register_exception<Error>(m, "Error", PyExc_RuntimeError);
   py::class_<PyPredictor>(m, "Predictor")
-      .def(py::init<const std::string&, double, double, int64_t, int64_t, const std::string&>(), py::arg("weights") = "",
-           py::arg("threshold") = 0.5, py::arg("pdf_dpi") = 200.0, py::arg("max_pages") = 500, py::arg("batch") = 2,
+      .def(py::init<const std::string&, double, std::optional<double>, double, int64_t, int64_t, const std::string&>(),
+           py::arg("weights") = "", py::arg("threshold") = 0.5, py::arg("page_threshold") = py::none(), py::arg("pdf_dpi") = 200.0, py::arg("max_pages") = 500, py::arg("batch") = 2,
            py::arg("precision") = "f32",
-           "Loads weights (default: the shipped model, found as `diffnet predict` finds it); precision f32 | bf16 | auto.")
+           "Loads weights (default: the shipped model, found as `diffnet predict` finds it); threshold: the regions' "
+           "pixel threshold; page_threshold: the decision's (None: the weights'); precision f32 | bf16 | auto.")
       .def("predict", &PyPredictor::predict, py::arg("input"),
            "Record of an image file or uint8 (H, W, 3) RGB array, with 'prob' as a float32 (H, W) array; a "
            "PDF/TIFF gives {'file', 'page_count', 'pages': [records]}.")
       .def_property_readonly("window", &PyPredictor::window)
       .def_property_readonly("weights", &PyPredictor::weights)
       .def_property_readonly("calibrated", &PyPredictor::calibrated)
+      .def_property_readonly("page_threshold", [](const PyPredictor& p) { return p.predictor().page_threshold(); })
       .def_property_readonly("precision", [](const PyPredictor& p) { return p.predictor().precision(); });
 }

@@ -98,6 +98,19 @@ TEST(EvalMetrics, Syn2RealSumsWhileDocAveragesTamperedImages) {
   // AUC: positives {0.9, 0.5}, negatives {0.7, 0.2}: pairs won 0.9>0.7, 0.9>0.2, 0.5>0.2 -> 3/4.
   ASSERT_TRUE(m.image_auc.has_value());
   EXPECT_NEAR(*m.image_auc, 0.75, 1e-12);
+  // The same images at an image threshold of 0.8: A tp, B fn, C tn (0.7), D tn; the AUC does not move.
+  MetricsAccumulator high(0.8);
+  high.add(u8({{255, 0}, {0, 0}}), u8({{1, 0}, {0, 0}}), 0.9);
+  high.add(u8({{255, 255}, {255, 255}}), u8({{1, 0}, {0, 0}}), 0.5);
+  high.add(u8({{0, 200}, {200, 0}}), u8({{0, 0}, {0, 0}}), 0.7);
+  high.add(u8({{0, 0}, {0, 0}}), u8({{0, 0}, {0, 0}}), 0.2);
+  EvalMetrics h = high.result();
+  EXPECT_EQ(h.image.tp, 1);
+  EXPECT_EQ(h.image.fn, 1);
+  EXPECT_EQ(h.image.fp, 0);
+  EXPECT_EQ(h.image.tn, 2);
+  EXPECT_NEAR(*h.image_auc, 0.75, 1e-12);
+  EXPECT_EQ(metrics_to_json(h, "doc")["image_threshold"].get<double>(), 0.8);
 }
 
 TEST(EvalMetrics, AucHandComputedWithTies) {

@@ -231,6 +231,24 @@ TEST(EvalCalibration, LogisticFitMatchesTheClosedForm) {
   EXPECT_THROW(fit_logistic({1, 2}, {0}), Error);
 }
 
+TEST(EvalCalibration, FalseAlarmThresholdIsAnOrderStatistic) {
+  // Ten untouched scores (unsorted): at 10 % one may be above -> the second highest, 0.8; at 0 the
+  // highest; at 25 % floor(2.5) = 2 above -> the third highest; 0.05 of 60 is 3 (not 2 by rounding).
+  const std::vector<double> s = {0.3, 0.9, 0.1, 0.8, 0.5, 0.7, 0.2, 0.6, 0.4, 0.05};
+  EXPECT_EQ(false_alarm_threshold(s, 0.1), 0.8);
+  EXPECT_EQ(false_alarm_threshold(s, 0.0), 0.9);
+  EXPECT_EQ(false_alarm_threshold(s, 0.25), 0.7);
+  EXPECT_EQ(false_alarm_threshold(s, 0.99), 0.05);  // never past the lowest
+  std::vector<double> sixty(60);
+  for (int i = 0; i < 60; ++i) sixty[size_t(i)] = i / 100.0;
+  EXPECT_EQ(false_alarm_threshold(sixty, 0.05), 0.56);  // 0.57, 0.58, 0.59 above
+  // Ties: three pages at 0.8 and the rule "at most one above" gives 0.8 (none above), not a lower score.
+  EXPECT_EQ(false_alarm_threshold({0.8, 0.8, 0.8, 0.1}, 0.25), 0.8);
+  EXPECT_THROW(false_alarm_threshold({}, 0.05), Error);
+  EXPECT_THROW(false_alarm_threshold(s, 1.0), Error);
+  EXPECT_THROW(false_alarm_threshold(s, -0.1), Error);
+}
+
 TEST(EvalCalibration, AppliedByHand) {
   PageCalibration c;
   c.statistic = "q999";

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <tuple>
 
 #include "diffnet/common.h"
 #include "diffnet/dct.h"
@@ -193,7 +194,7 @@ TEST(EvalPredict, CalibrationFromMetadataIsApplied) {
   EXPECT_EQ(p.score_kind, "calibrated");
   EXPECT_NEAR(p.image_score, 1.0 / (1.0 + std::exp(-(3.0 * cls_max - 1.0))), 1e-6);
   EXPECT_EQ(p.decision, p.image_score > 0.5 ? "tampered" : "pristine");
-  nlohmann::json j = prediction_to_json(p, 0.5);
+  nlohmann::json j = prediction_to_json(p);
   EXPECT_EQ(j["score_kind"], "calibrated");
   EXPECT_NEAR(j["page_stats"]["cls_max"].get<double>(), cls_max, 1e-6);
   // --score window-max ignores the calibration (the Syn2Real rule).
@@ -205,6 +206,81 @@ TEST(EvalPredict, CalibrationFromMetadataIsApplied) {
   // Broken calibration metadata is an error naming the file.
   const std::string bad = calibrated_weights({{"statistic", "q42"}, {"a", 1}, {"b", 0}}, "bad");
   EXPECT_THROW(load_weights(bad), Error);
+}
+
+TEST(EvalPredict, PageDecisionUsesTheCalibrationsThreshold) {
+  // p = sigmoid(3 * cls_max - 1) lies in (0.26, 0.89) for any cls_max in [0, 1]: a stored threshold of
+  // 0.95 must make the page pristine, 0.1 tampered, whatever the model says; an explicit page_threshold
+  // overrides the stored one; regions keep the pixel threshold.
+  at::Tensor rgb = test_image(128, 64, 21);
+  nlohmann::json cal = {{"statistic", "cls_max"}, {"transform", "identity"}, {"a", 3.0}, {"b", -1.0}};
+  PredictOptions opt;
+  opt.stride = 64;
+  cal["threshold"] = 0.95;
+  Predictor high(load_weights(calibrated_weights(cal, "th")), opt);
+  EXPECT_EQ(high.page_threshold(), 0.95);
+  Prediction p = high.predict_rgb(rgb, {}, "d");
+  ASSERT_GT(p.image_score, 0.26);
+  ASSERT_LT(p.image_score, 0.89);
+  EXPECT_EQ(p.decision, "pristine");
+  nlohmann::json j = prediction_to_json(p);
+  EXPECT_EQ(j["page_threshold"].get<double>(), 0.95);
+  EXPECT_EQ(j["threshold"].get<double>(), 0.5);
+  cal["threshold"] = 0.1;
+  const std::string low_w = calibrated_weights(cal, "tl");
+  EXPECT_EQ(Predictor(load_weights(low_w), opt).predict_rgb(rgb, {}, "d").decision, "tampered");
+  PredictOptions over = opt;
+  over.page_threshold = 0.9;
+  Prediction o = Predictor(load_weights(low_w), over).predict_rgb(rgb, {}, "d");
+  EXPECT_EQ(o.decision, "pristine");
+  EXPECT_EQ(o.page_threshold, 0.9);
+  // The window-max score is not the calibrated probability: its threshold is 0.5, not the stored one.
+  PredictOptions wm = opt;
+  wm.score = "window-max";
+  EXPECT_EQ(Predictor(load_weights(low_w), wm).page_threshold(), 0.5);
+  // Weights without a stored threshold decide at 0.5; a stored threshold outside [0, 1) is an error.
+  cal.erase("threshold");
+  EXPECT_EQ(Predictor(load_weights(calibrated_weights(cal, "tn")), opt).page_threshold(), 0.5);
+  cal["threshold"] = 1.5;
+  EXPECT_THROW(load_weights(calibrated_weights(cal, "tb")), Error);
+  over.page_threshold = 1.0;
+  EXPECT_THROW(Predictor(load_weights(low_w), over), Error);
+}
+
+TEST(EvalPredict, CalibrateSetsTheDecisionThresholdFromUntouchedPages) {
+  // Hand-made statistics: untouched q999 0.2 0.3 0.88 0.9, tampered 0.6 0.8 0.95 0.97. With --false-alarm
+  // 0.25, one of the four untouched pages may lie above the threshold: it is the calibrated score of the
+  // second highest untouched page (0.88), or 0.5 if that is lower (as with 0.5: the third, 0.3); with 0
+  // it is the highest (0.9).
+  const std::string dir = testutil::temp_dir("calibrate-threshold");
+  {
+    std::ofstream f(dir + "/stats.jsonl");
+    const std::vector<std::pair<double, int>> pages = {{0.2, 0}, {0.3, 0}, {0.88, 0}, {0.9, 0},
+                                                       {0.6, 1}, {0.8, 1}, {0.95, 1}, {0.97, 1}};
+    for (auto [q, label] : pages)
+      f << nlohmann::json{{"label", label}, {"page_stats", {{"q99", q}, {"q999", q}, {"cls_max", q}, {"cls_mean", q}}}}.dump()
+        << "\n";
+  }
+  const std::string base = calibrated_weights({{"statistic", "q999"}, {"a", 1.0}, {"b", 0.0}}, "cal-base");
+  auto logit = [](double p) { return std::log(p / (1 - p)); };
+  const std::vector<double> untouched = {0.2, 0.3, 0.88, 0.9};
+  for (auto [alarm, raw, may_be_above] : std::vector<std::tuple<std::string, double, int>>{{"0.25", 0.88, 1}, {"0", 0.9, 0}, {"0.5", 0.3, 2}}) {
+    const std::string out = dir + "/w-" + alarm + ".safetensors";
+    testutil::CliResult r = testutil::run_cli("calibrate -q --json --statistic q999 --from-stats '" + dir +
+                                              "/stats.jsonl' --weights '" + base + "' --false-alarm " + alarm + " --out '" + out + "'");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    nlohmann::json cal = nlohmann::json::parse(r.out)["calibration"];
+    const double a = cal["a"].get<double>(), b = cal["b"].get<double>();
+    ASSERT_GT(a, 0);
+    const double want = std::max(0.5, 1 / (1 + std::exp(-(a * logit(raw) + b))));  // 0.613, 0.647, 0.5
+    EXPECT_NEAR(cal["threshold"].get<double>(), want, 1e-12) << alarm;
+    int above = 0;
+    for (double q : untouched) above += 1 / (1 + std::exp(-(a * logit(q) + b))) > want;
+    EXPECT_LE(above, may_be_above) << alarm;
+    EXPECT_EQ(cal["fit"]["untouched_above_threshold"].get<int>(), above) << alarm;
+    EXPECT_NEAR(load_weights(out).calibration->threshold, want, 1e-12);
+  }
+  EXPECT_NE(testutil::run_cli("calibrate -q --from-stats '" + dir + "/stats.jsonl' --weights '" + base + "' --false-alarm 1").exit_code, 0);
 }
 
 TEST(EvalPredict, PageScoreAndMapIgnoreWhiteMarginsAndTiling) {
@@ -290,7 +366,7 @@ TEST(EvalPredict, WriterReplacesRecordsAndLeavesNothingHalfWritten) {
     PredictionWriter w(dir);
     for (const std::string& name : std::vector<std::string>{"a.png", "b.png", odd}) {
       Prediction p = pred.predict_bytes(encode_png(test_image(40, 50, 3)), name);
-      nlohmann::json rec = w.write(p, prediction_to_json(p, 0.5), w.base_name(name));
+      nlohmann::json rec = w.write(p, prediction_to_json(p), w.base_name(name));
       EXPECT_EQ(rec["outputs"]["prob"], dir + "/" + valid_utf8(file_stem(name)) + ".prob.png");
     }
     EXPECT_EQ(w.base_name("x/a.png"), "a.png") << "stem taken: the file name";
@@ -317,7 +393,7 @@ TEST(EvalPredict, WriterReplacesRecordsAndLeavesNothingHalfWritten) {
     PredictionWriter w(dir);
     for (const std::string& name : std::vector<std::string>{odd, "c.png", "a.png"}) {
       Prediction p = pred.predict_bytes(encode_png(test_image(40, 50, 4)), name);
-      nlohmann::json rec = prediction_to_json(p, 0.5);
+      nlohmann::json rec = prediction_to_json(p);
       rec["run"] = 2;
       w.write(p, rec, w.base_name(name));
     }
@@ -339,7 +415,7 @@ TEST(EvalPredict, WriterReplacesRecordsAndLeavesNothingHalfWritten) {
   {
     PredictionWriter w(dir);
     Prediction p = pred.predict_bytes(encode_png(test_image(40, 50, 5)), "d.png");
-    EXPECT_THROW(w.write(p, prediction_to_json(p, 0.5), "d"), Error);
+    EXPECT_THROW(w.write(p, prediction_to_json(p), "d"), Error);
   }
   EXPECT_FALSE(std::filesystem::exists(dir + "/d.prob.png"));
   EXPECT_TRUE(records().empty());

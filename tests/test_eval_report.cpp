@@ -315,7 +315,7 @@ TEST(EvalReport, GivenOverlayIsUsed) {
   const std::string dir = testutil::temp_dir("given-overlay");
   {
     PredictionWriter w(dir + "/out");
-    w.write(p, prediction_to_json(p, 0.5), "page", {}, solid);
+    w.write(p, prediction_to_json(p), "page", {}, solid);
   }
   EXPECT_TRUE(decode_image(dir + "/out/page.overlay.png").equal(solid));
   HtmlReport report(dir + "/report.html", ReportOptions{});

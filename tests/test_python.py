@@ -51,8 +51,10 @@ class PythonModule(unittest.TestCase):
         path = os.path.join(SRC, "examples", "04-receipt-pristine.jpg")
         r = self.p.predict(path)
         want = cli_records(path)[0]
-        for key in ("file", "width", "height", "image_score", "decision", "regions", "page_stats", "dct_source"):
+        for key in ("file", "width", "height", "image_score", "decision", "page_threshold", "threshold", "regions",
+                    "page_stats", "dct_source"):
             self.assertEqual(r[key], want[key], key)
+        self.assertEqual(self.p.page_threshold, want["page_threshold"])
         prob = r["prob"]
         self.assertIsInstance(prob, np.ndarray)
         self.assertEqual(prob.dtype, np.float32)
@@ -63,6 +65,16 @@ class PythonModule(unittest.TestCase):
         for reg in r["regions"]:
             x, y, w, h = reg["bbox"]
             self.assertAlmostEqual(float(prob[y:y + h, x:x + w].max()), reg["peak"], places=5)
+
+    def test_page_threshold_moves_the_decision_only(self):
+        path = os.path.join(SRC, "examples", "02-payslip-tampered.jpg")
+        base = self.p.predict(path)
+        for t, want in ((0.999, "pristine"), (0.0, "tampered")):
+            q = diffnet.Predictor(page_threshold=t)
+            r = q.predict(path)
+            self.assertEqual(q.page_threshold, t)
+            self.assertEqual((r["page_threshold"], r["decision"]), (t, want))
+            self.assertEqual((r["image_score"], r["regions"]), (base["image_score"], base["regions"]))
 
     def test_array_equals_the_same_pixels_as_a_png_file(self):
         rng = np.random.default_rng(7)

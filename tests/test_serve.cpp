@@ -248,8 +248,8 @@ TEST(Serve, PdfAndTiffUploadsGiveOneRecordPerPage) {
     const std::string dir = testutil::temp_dir("serve-report");
     ReportOptions ro;
     ro.model = local.model().source;
-    ro.threshold = local.options().threshold;
-    ro.overlay.floor = ro.threshold;
+    ro.threshold = local.page_threshold();
+    ro.overlay.floor = local.options().threshold;
     HtmlReport want(dir + "/want.html", ro);
     DocumentReader doc(pdf, "scan.pdf");
     for (int64_t i = 0; i < doc.pages(); ++i) want.add(local.predict_page(doc.page(i)));

@@ -135,6 +135,12 @@ TEST(Shipped, WeightsFileIsFp16WithConfigAndRecipe) {
   EXPECT_EQ(cal.at("fit").at("n"), 100);
   EXPECT_EQ(cal.at("fit").at("stride"), 128);
   EXPECT_EQ(cal.at("fit").at("window"), 256);
+  // The decision threshold: the fit half's 5 % false-alarm point, at most 2 of its 50 untouched pages
+  // above it, and never below 0.5.
+  EXPECT_GT(cal.at("threshold").get<double>(), 0.5);
+  EXPECT_LT(cal.at("threshold").get<double>(), 1.0);
+  EXPECT_EQ(cal.at("fit").at("false_alarm"), 0.05);
+  EXPECT_LE(cal.at("fit").at("untouched_above_threshold").get<int>(), 2);
 }
 
 TEST(Shipped, PredictLoadsItByDefault) {
@@ -154,15 +160,22 @@ TEST(Shipped, SeparatesTamperedFromPristineExample) {
   Prediction c = p.predict_file(pristine);
   EXPECT_EQ(t.dct_source, "file");
   // Calibrated page probabilities at the default settings (blend, stride 128): the tampered page above
-  // the 0.5 threshold, the pristine one below (measured 0.765 and 0.037). Not every bundled page is
-  // decided right (README: 4 of 7 tampered and 2 of 3 pristine pages are; 01, 06 and 09 are missed,
-  // the generated invoice 08 is a false alarm).
+  // the decision threshold (0.646), the pristine one below (measured 0.765 and 0.037). Not every bundled
+  // page is decided right (README: 4 of 7 tampered pages are, 01, 06 and 09 are missed; all 3 pristine).
   EXPECT_EQ(t.score_kind, "calibrated");
   EXPECT_EQ(t.stride, 128);
   EXPECT_GT(t.image_score, 0.6) << "tampered " << t.image_score;
   EXPECT_LT(c.image_score, 0.4) << "pristine " << c.image_score;
   EXPECT_EQ(t.decision, "tampered");
   EXPECT_EQ(c.decision, "pristine");
+  EXPECT_GT(t.image_score, p.page_threshold());
+  // The other two pristine pages are below it too (measured 0.162 and 0.558: the generated invoice was a
+  // false alarm at 0.5).
+  for (const char* name : {"examples/04-receipt-pristine.jpg", "examples/08-invoice-pristine.jpg"}) {
+    Prediction q = p.predict_file(testutil::source_path(name));
+    EXPECT_LT(q.image_score, p.page_threshold()) << name;
+    EXPECT_EQ(q.decision, "pristine") << name;
+  }
 
   // Pixels: the tampered page's map finds its edits, far better than flagging everything (the best
   // constant predictor), and the pristine page's map flags almost nothing.
@@ -189,7 +202,7 @@ TEST(Shipped, Bf16AgreesWithFloat32) {
     Prediction a = p32.predict_file(testutil::source_path(name)), b = p16.predict_file(testutil::source_path(name));
     EXPECT_EQ(a.precision, "f32");
     EXPECT_EQ(b.precision, "bf16");
-    EXPECT_EQ(prediction_to_json(b, 0.5)["precision"], "bf16");
+    EXPECT_EQ(prediction_to_json(b)["precision"], "bf16");
     const double max_dp = (a.prob - b.prob).abs().max().item<double>();
     const double mean_dp = (a.prob - b.prob).abs().mean().item<double>();
     EXPECT_EQ(a.decision, b.decision) << name;

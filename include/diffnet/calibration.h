@@ -28,6 +28,11 @@ LogisticFit fit_logistic(const std::vector<double>& x, const std::vector<int>& y
 // Weights that give both classes the same total weight (a 50/50 prior): n / (2 n_class) per item.
 std::vector<double> balanced_weights(const std::vector<int>& y);
 
+// The page decision's operating point: the smallest score t taken from `untouched` (scores of untouched
+// validation pages) such that at most floor(false_alarm * n) of them are > t, i.e. the (k+1)-th highest
+// score with k = floor(false_alarm * n). Throws Error when `untouched` is empty or false_alarm is not in [0, 1).
+double false_alarm_threshold(std::vector<double> untouched, double false_alarm);
+
 // Reliability of probabilities `p` for labels `y`: equal-width bins over [0, 1].
 struct ReliabilityBin {
   double lo = 0, hi = 0;

@@ -22,7 +22,8 @@ constexpr double kMetricEps = 1e-8;
 // t = 0.5; for float p this is p >= 0.5 (it differs from "p > 0.5" only at p == 0.5 exactly).
 constexpr int kPixelPositiveAbove = 127;
 
-// Image-level decision: an image is predicted tampered iff its score (a probability) is > this.
+// Image-level decision: an image is predicted tampered iff its score (a probability) is > this (the
+// default; `eval` uses the predictor's page decision threshold).
 constexpr double kImageThreshold = 0.5;
 
 // Pixel confusion counts (tampered = positive).
@@ -56,7 +57,8 @@ struct EvalMetrics {
   int64_t num_tampered = 0;  // images with at least one tampered GT pixel
   PixelCounts pixel;         // summed over all images (pristine images add FP/TN only)
   PRF pixel_prf;
-  PixelCounts image;         // image-level counts, tampered = positive, predicted iff score > 0.5
+  double image_threshold = kImageThreshold;
+  PixelCounts image;         // image-level counts, tampered = positive, predicted iff score > image_threshold
   PRF image_prf;             // iou unused at image level
   std::optional<double> image_auc;  // null when only one class is present
   std::optional<double> doc_f1;     // mean per-image F1 over tampered images; null when there are none
@@ -70,12 +72,14 @@ struct EvalMetrics {
 // Accumulates images one at a time (constant memory apart from one score per image).
 class MetricsAccumulator {
  public:
+  explicit MetricsAccumulator(double image_threshold = kImageThreshold) : image_threshold_(image_threshold) {}
   // pred_u8 / gt as in count_pixels; image_score: the probability that the image is tampered.
   void add(const at::Tensor& pred_u8, const at::Tensor& gt, double image_score,
            const std::string& subject = "prediction");
   EvalMetrics result() const;
 
  private:
+  double image_threshold_;
   PixelCounts pixel_;
   int64_t pristine_pixels_ = 0, pristine_flagged_ = 0;
   double doc_f1_sum_ = 0;
@@ -86,7 +90,7 @@ class MetricsAccumulator {
 
 // JSON with the documented field names: pixel_precision, pixel_recall, pixel_f1, pixel_iou,
 // image_precision, image_recall, image_f1, image_auc, doc_f1, num_images, num_tampered, and the counts
-// (pixel_tp/fp/fn/tn, image_tp/fp/fn/tn), pristine_flagged_share (share of the pixels of images without a
+// (pixel_tp/fp/fn/tn, image_tp/fp/fn/tn at image_threshold), pristine_flagged_share (share of the pixels of images without a
 // tampered pixel that are predicted tampered) and calibration: {brier, ece, log_loss, bins} of the image
 // scores (10 equal-width bins). Undefined values are null. `protocol` is echoed as "protocol".
 nlohmann::json metrics_to_json(const EvalMetrics& m, const std::string& protocol);

@@ -111,13 +111,16 @@ MaskedQuantiles masked_quantiles(const at::Tensor& prob, const at::Tensor& mask,
 // ---- Calibration ------------------------------------------------------------------------------------
 
 // Maps a raw page statistic to a probability: p = sigmoid(a * f(raw) + b), f = logit (raw clamped to
-// [1e-4, 1 - 1e-4]) or identity. Stored as JSON in the weights' metadata under "calibration":
-// {"statistic": "q999", "transform": "logit", "a": .., "b": .., "prior": 0.5, "fit": {...}}.
+// [1e-4, 1 - 1e-4]) or identity; `threshold` is the page decision's operating point on that probability.
+// Stored as JSON in the weights' metadata under "calibration":
+// {"statistic": "q999", "transform": "logit", "a": .., "b": .., "prior": 0.5, "threshold": .., "fit": {...}}
+// ("threshold" absent: 0.5).
 struct PageCalibration {
   std::string statistic = "q999";
   std::string transform = "logit";  // logit | identity
   double a = 1, b = 0;
   double prior = 0.5;               // class prior the fit was balanced to (documentation)
+  double threshold = 0.5;           // default page decision threshold on apply()'s probability, in [0, 1)
   nlohmann::json fit;               // provenance: data, counts, log loss, ... (free form)
   double feature(double raw) const;
   double apply(double raw) const;   // the calibrated probability
@@ -143,7 +146,8 @@ struct PredictOptions {
   std::string score = "page";      // page (calibrated page score if the weights have one) | window-max
   int64_t batch = 2;               // windows per forward pass
   std::string dct_source = "auto"; // auto (file for JPEG, pixels otherwise) | file | pixels
-  double threshold = 0.5;          // decision and region threshold
+  double threshold = 0.5;          // pixel threshold: regions are {p > threshold} (and the overlay's floor)
+  double page_threshold = -1;      // decision: image_score > page_threshold; < 0: page_threshold()'s default
   int64_t min_region_area = kDefaultMinRegionArea;
   int64_t max_pixels = 100'000'000;  // predict_file/predict_bytes refuse larger images before decoding
   std::string device = "cpu";      // cpu | cuda | cuda:N: the model is moved there, windows run there
@@ -167,7 +171,9 @@ struct Prediction {
   std::string score_kind;          // "calibrated" | "uncalibrated"
   double window_max = 0;           // max over all windows of softmax(cls)[1] (the Syn2Real image score)
   PageStats page_stats;            // raw page statistics (the calibration's input)
-  std::string decision;            // "tampered" (image_score > threshold) | "pristine"
+  std::string decision;            // "tampered" (image_score > page_threshold) | "pristine"
+  double page_threshold = 0.5;     // the decision's threshold (Predictor::page_threshold())
+  double threshold = 0.5;          // the pixel threshold of the regions (PredictOptions::threshold)
   std::vector<Region> regions;     // find_regions(prob, threshold, min_region_area)
   std::string dct_source;          // "file" | "pixels"
   int64_t jpeg_quality = -1;       // estimated IJG quality of the table used (-1: none, all-ones table)
@@ -178,11 +184,11 @@ struct Prediction {
   PredictTimings timings;
 };
 
-// The JSON record of one prediction: file, (for pages of PDF/TIFF files: page, page_source), width, height, image_score, score_kind, decision, threshold,
+// The JSON record of one prediction: file, (for pages of PDF/TIFF files: page, page_source), width, height, image_score, score_kind, decision, page_threshold, threshold,
 // regions, page_stats, window_max, dct_source, jpeg_quality, window, stride, merge, precision, num_windows, warnings,
 // timings_ms {decode, dct, model, total}. A file name that is not UTF-8 is written with U+FFFD for each
 // bad byte, plus "file_hex": the name's exact bytes in hex.
-nlohmann::json prediction_to_json(const Prediction& p, double threshold);
+nlohmann::json prediction_to_json(const Prediction& p);
 
 // The model plus where it came from.
 struct LoadedModel {
@@ -235,6 +241,9 @@ class Predictor {
   const PredictOptions& options() const;
   int64_t window() const;
   int64_t stride() const;          // the stride in use (options().stride, or its default)
+  // The decision threshold in use: options().page_threshold when >= 0, else the calibration's threshold
+  // when the page score is calibrated, else 0.5.
+  double page_threshold() const;
   const at::Device& device() const;
   const std::string& precision() const;  // "f32" | "bf16" (options().precision resolved)
   const LoadedModel& model() const;

@@ -15,7 +15,7 @@ namespace diffnet {
 
 struct ReportOptions {
   std::string model;          // weights named in the report's header
-  double threshold = 0.5;     // decision threshold, named in the header
+  double threshold = 0.5;     // page decision threshold (Predictor::page_threshold()), named in the header
   std::string date;           // "" : the local time when the report is opened
   OverlayOptions overlay;     // the overlay as predict --out draws it
   int64_t overlay_max_side = 1200;  // the overlay is shrunk (area average) to at most this on its long side

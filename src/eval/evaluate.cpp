@@ -20,7 +20,7 @@ EvalMetrics evaluate_dataset(Predictor& predictor, const EvalOptions& opt) {
     wo.fresh = true;  // predictions.jsonl describes this run
     writer = std::make_unique<PredictionWriter>(opt.save_pred_dir, wo);
   }
-  MetricsAccumulator acc;
+  MetricsAccumulator acc(predictor.page_threshold());  // pages counted flagged as `decision` says
   Progress progress("eval", int64_t(items.size()), opt.quiet);
   double spent_s = 0;
   for (const DatasetItem& item : items) {
@@ -30,7 +30,7 @@ EvalMetrics evaluate_dataset(Predictor& predictor, const EvalOptions& opt) {
     at::Tensor u8 = prob_to_u8(p.prob);
     acc.add(u8, li.mask, p.image_score, li.id);
     if (writer) {
-      nlohmann::json rec = prediction_to_json(p, predictor.options().threshold);
+      nlohmann::json rec = prediction_to_json(p);
       rec["label"] = li.tampered() ? 1 : 0;
       writer->write(p, std::move(rec), li.id, u8);  // <id>.prob.png: what `diffnet score` reads
     }

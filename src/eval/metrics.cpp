@@ -104,8 +104,9 @@ EvalMetrics MetricsAccumulator::result() const {
   m.num_tampered = num_tampered_;
   m.pixel = pixel_;
   m.pixel_prf = prf(pixel_);
+  m.image_threshold = image_threshold_;
   for (size_t i = 0; i < scores_.size(); ++i) {
-    bool pred = scores_[i] > kImageThreshold;
+    bool pred = scores_[i] > image_threshold_;
     bool label = labels_[i] != 0;
     if (pred && label) ++m.image.tp;
     else if (pred) ++m.image.fp;
@@ -154,6 +155,7 @@ nlohmann::json metrics_to_json(const EvalMetrics& m, const std::string& protocol
   j["image_fp"] = m.image.fp;
   j["image_fn"] = m.image.fn;
   j["image_tn"] = m.image.tn;
+  j["image_threshold"] = m.image_threshold;
   j["pristine_flagged_share"] = m.pristine_flagged_share();
   j["pristine_pixels"] = m.pristine_pixels;
   j["calibration"] = reliability_to_json(reliability(m.scores, m.labels));
@@ -175,12 +177,12 @@ std::string format_metrics(const EvalMetrics& m, const std::string& protocol) {
                 "pixel  P %.4f  R %.4f  F1 %.4f  IoU %.4f  (TP %lld FP %lld FN %lld)\n"
                 "image  P %.4f  R %.4f  F1 %.4f  AUC %s  (TP %lld FP %lld FN %lld TN %lld)\n"
                 "doc F1 %s\n"
-                "pristine images: %lld of %lld flagged (score > 0.5), %.4f %% of their pixels flagged\n",
+                "pristine images: %lld of %lld flagged (score > %.4g), %.4f %% of their pixels flagged\n",
                 m.pixel_prf.precision, m.pixel_prf.recall, m.pixel_prf.f1, m.pixel_prf.iou, (long long)m.pixel.tp,
                 (long long)m.pixel.fp, (long long)m.pixel.fn, m.image_prf.precision, m.image_prf.recall,
                 m.image_prf.f1, opt_str(m.image_auc).c_str(), (long long)m.image.tp, (long long)m.image.fp,
                 (long long)m.image.fn, (long long)m.image.tn, opt_str(m.doc_f1).c_str(), (long long)m.image.fp,
-                (long long)(m.image.fp + m.image.tn), 100.0 * m.pristine_flagged_share());
+                (long long)(m.image.fp + m.image.tn), m.image_threshold, 100.0 * m.pristine_flagged_share());
   out += buf;
   return out;
 }

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
 
 #include "diffnet/calibration.h"
@@ -163,7 +164,8 @@ double PageCalibration::feature(double raw) const {
 double PageCalibration::apply(double raw) const { return sigmoid(a * feature(raw) + b); }
 
 nlohmann::json PageCalibration::to_json() const {
-  nlohmann::json j = {{"statistic", statistic}, {"transform", transform}, {"a", a}, {"b", b}, {"prior", prior}};
+  nlohmann::json j = {{"statistic", statistic}, {"transform", transform}, {"a", a},
+                      {"b", b},         {"prior", prior},         {"threshold", threshold}};
   if (!fit.is_null()) j["fit"] = fit;
   return j;
 }
@@ -176,6 +178,7 @@ PageCalibration PageCalibration::from_json(const nlohmann::json& j, const std::s
     c.a = j.at("a").get<double>();
     c.b = j.at("b").get<double>();
     c.prior = j.value("prior", 0.5);
+    c.threshold = j.value("threshold", 0.5);
     if (j.contains("fit")) c.fit = j.at("fit");
   } catch (const std::exception& e) {
     throw Error(subject, std::string("bad calibration metadata: ") + e.what());
@@ -183,8 +186,18 @@ PageCalibration PageCalibration::from_json(const nlohmann::json& j, const std::s
   if (c.transform != "logit" && c.transform != "identity")
     throw Error(subject, "calibration transform '" + c.transform + "' is not logit or identity");
   if (!std::isfinite(c.a) || !std::isfinite(c.b)) throw Error(subject, "calibration a/b are not finite");
+  if (!(c.threshold >= 0 && c.threshold < 1)) throw Error(subject, "calibration threshold must be in [0, 1)");
   page_stat(PageStats{}, c.statistic);  // validates the name
   return c;
+}
+
+double false_alarm_threshold(std::vector<double> untouched, double false_alarm) {
+  if (untouched.empty()) throw Error("false_alarm_threshold", "no untouched pages");
+  if (!(false_alarm >= 0 && false_alarm < 1)) throw Error("false_alarm_threshold", "false_alarm must be in [0, 1)");
+  // k pages may score above the threshold; the small tolerance keeps e.g. 0.05 * 60 from rounding down to 2.
+  const size_t k = std::min(untouched.size() - 1, size_t(std::floor(false_alarm * double(untouched.size()) + 1e-9)));
+  std::sort(untouched.begin(), untouched.end(), std::greater<double>());
+  return untouched[k];
 }
 
 LogisticFit fit_logistic(const std::vector<double>& x, const std::vector<int>& y, const std::vector<double>& w_in,

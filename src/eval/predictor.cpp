@@ -176,6 +176,7 @@ struct Predictor::Impl {
   LoadedModel lm;
   PredictOptions opt;
   int64_t window = 0, stride = 0;
+  double page_threshold = 0.5;    // options().page_threshold resolved
   at::Device device = at::kCPU;
   std::string precision = "f32";  // options().precision resolved
 };
@@ -195,6 +196,9 @@ Predictor::Predictor(LoadedModel model, PredictOptions options) : impl_(std::mak
   if (o.dct_source != "auto" && o.dct_source != "file" && o.dct_source != "pixels")
     throw Error("dct_source", "expected auto, file or pixels, got '" + o.dct_source + "'");
   if (!(o.threshold >= 0 && o.threshold < 1)) throw Error("threshold", "must be in [0, 1)");
+  if (!(o.page_threshold < 1)) throw Error("page_threshold", "must be in [0, 1), or < 0 for the weights' default");
+  const bool calibrated = o.score == "page" && impl_->lm.calibration;
+  impl_->page_threshold = o.page_threshold >= 0 ? o.page_threshold : calibrated ? impl_->lm.calibration->threshold : 0.5;
   impl_->device = parse_device(o.device);
   // /proc/cpuinfo is read only when auto asks for it (every Predictor is made with a precision).
   impl_->precision = resolve_precision(o.precision, impl_->device, o.precision == "auto" && cpu_has_native_bf16());
@@ -214,6 +218,7 @@ Predictor& Predictor::operator=(Predictor&&) noexcept = default;
 const PredictOptions& Predictor::options() const { return impl_->opt; }
 int64_t Predictor::window() const { return impl_->window; }
 int64_t Predictor::stride() const { return impl_->stride; }
+double Predictor::page_threshold() const { return impl_->page_threshold; }
 const at::Device& Predictor::device() const { return impl_->device; }
 const std::string& Predictor::precision() const { return impl_->precision; }
 const LoadedModel& Predictor::model() const { return impl_->lm; }
@@ -388,7 +393,9 @@ Prediction Predictor::predict_rgb(const at::Tensor& rgb, const std::vector<uint8
     p.image_score = p.window_max;
     p.score_kind = "uncalibrated";
   }
-  p.decision = p.image_score > impl_->opt.threshold ? "tampered" : "pristine";
+  p.page_threshold = impl_->page_threshold;
+  p.threshold = impl_->opt.threshold;
+  p.decision = p.image_score > p.page_threshold ? "tampered" : "pristine";
   p.regions = find_regions(p.prob, impl_->opt.threshold, impl_->opt.min_region_area);
   const double t3 = now_seconds();
   p.timings.dct_ms = (t1 - t0) * 1e3;
@@ -397,7 +404,7 @@ Prediction Predictor::predict_rgb(const at::Tensor& rgb, const std::vector<uint8
   return p;
 }
 
-nlohmann::json prediction_to_json(const Prediction& p, double threshold) {
+nlohmann::json prediction_to_json(const Prediction& p) {
   nlohmann::json regions = nlohmann::json::array();
   for (const Region& r : p.regions) regions.push_back(region_to_json(r));
   nlohmann::json j;
@@ -412,7 +419,8 @@ nlohmann::json prediction_to_json(const Prediction& p, double threshold) {
   j["image_score"] = p.image_score;
   j["score_kind"] = p.score_kind;
   j["decision"] = p.decision;
-  j["threshold"] = threshold;
+  j["page_threshold"] = p.page_threshold;
+  j["threshold"] = p.threshold;
   j["regions"] = std::move(regions);
   j["page_stats"] = page_stats_to_json(p.page_stats);
   j["window_max"] = p.window_max;

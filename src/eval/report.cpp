@@ -196,7 +196,7 @@ void HtmlReport::finish() {
   AtomicFile out(m.path);
   out.write(std::string("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>DiffNet report</title>\n"
                         "<style>") + kStyle + "</style>\n</head>\n<body>\n<h1 id=\"top\">DiffNet tampering report</h1>\n");
-  out.write("<p>model <code>" + html_escape(m.opt.model) + "</code> &middot; threshold " + fmt("%.3g", m.opt.threshold) +
+  out.write("<p>model <code>" + html_escape(m.opt.model) + "</code> &middot; decision threshold " + fmt("%.3g", m.opt.threshold) +
             " &middot; " + html_escape(m.opt.date) + " &middot; " + std::to_string(m.count) + " input(s): " +
             std::to_string(m.tampered) + " tampered, " + std::to_string(m.count - m.tampered - m.failed) +
             " pristine, " + std::to_string(m.failed) + " failed</p>\n");

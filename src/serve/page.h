@@ -121,7 +121,7 @@ function showPage(job, rec) {
                         rec.regions.length + ' region(s), ' + Math.round(rec.timings_ms.total) + ' ms)';
   verdict.className = rec.decision;
   $('scorenote').textContent = rec.score_kind === 'calibrated'
-      ? 'Calibrated page probability; decision at threshold ' + rec.threshold + '.'
+      ? 'Calibrated page probability; decision at threshold ' + rec.page_threshold.toFixed(3) + '.'
       : 'Uncalibrated score (these weights carry no calibration): rank pages by it, do not read it as a probability.';
   $('lo').textContent = rec.threshold.toFixed(2);
   $('legend').hidden = false;

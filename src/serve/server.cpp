@@ -63,7 +63,7 @@ class UploadReport {
       dir_ = tmpl;
       ReportOptions ro;
       ro.model = predictor.model().source;
-      ro.threshold = predictor.options().threshold;
+      ro.threshold = predictor.page_threshold();
       ro.overlay = overlay;
       html_ = std::make_unique<HtmlReport>(dir_ + "/report.html", ro);
     }
@@ -187,7 +187,7 @@ struct Server::Impl {
     } release{admission, ticket};
     Predictor& predictor = slots[size_t(ticket.slot)];
     Prediction p = predict(predictor);
-    record = prediction_to_json(p, predictor.options().threshold);
+    record = prediction_to_json(p);
     OverlayOptions ov;
     ov.floor = predictor.options().threshold;
     const at::Tensor drawn = maps || report ? render_overlay(p.rgb, p.prob, p.regions, ov) : at::Tensor();

@@ -16,7 +16,7 @@ int main(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
       diffnet::DocumentReader doc(argv[i]);
       for (int64_t k = 0; k < doc.pages(); ++k) {
-        nlohmann::json j = diffnet::prediction_to_json(predictor.predict_page(doc.page(k)), opt.threshold);
+        nlohmann::json j = diffnet::prediction_to_json(predictor.predict_page(doc.page(k)));
         j["library_version"] = diffnet::version();
         j["weights_file"] = predictor.model().source;
         std::printf("%s\n", j.dump().c_str());

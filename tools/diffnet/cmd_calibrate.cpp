@@ -1,5 +1,6 @@
 // diffnet calibrate --data VAL --out W2: fits the page-score calibration p = sigmoid(a f(raw) + b) on a
-// validation set (never a test set) and writes a copy of the weights with it in the metadata.
+// validation set (never a test set), sets the page decision threshold from the set's untouched pages
+// (--false-alarm), and writes a copy of the weights with both in the metadata.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -24,6 +25,7 @@ struct CalibrateCli {
   std::string statistic = "auto", transform = "logit";
   PredictOptions predict;
   double l2 = 1e-4;
+  double false_alarm = 0.05;
   bool json = false, quiet = false;
 };
 
@@ -154,6 +156,22 @@ void run(const CalibrateCli& o) {
                     {"merge", "blend"}};
     }
   }
+  // The decision threshold: at most floor(false_alarm * n) of this set's untouched pages score above it,
+  // and never below 0.5 (a page less likely edited than not at the balanced prior is not flagged).
+  std::vector<double> untouched_scores, tampered_scores;
+  for (const Item& it : items)
+    (it.label ? tampered_scores : untouched_scores).push_back(chosen.apply(page_stat(it.stats, chosen.statistic)));
+  chosen.threshold = std::max(0.5, false_alarm_threshold(untouched_scores, o.false_alarm));
+  auto above = [&](const std::vector<double>& v) {
+    return int64_t(std::count_if(v.begin(), v.end(), [&](double s) { return s > chosen.threshold; }));
+  };
+  chosen.fit["false_alarm"] = o.false_alarm;
+  chosen.fit["untouched_above_threshold"] = above(untouched_scores);
+  chosen.fit["tampered_above_threshold"] = above(tampered_scores);
+  if (!o.quiet)
+    std::fprintf(stderr, "calibrate: decision threshold %.4f: %lld of %lld untouched and %lld of %lld tampered pages above it\n",
+                 chosen.threshold, (long long)above(untouched_scores), (long long)nneg, (long long)above(tampered_scores),
+                 (long long)npos);
   nlohmann::json result = {{"calibration", chosen.to_json()}, {"candidates", table}, {"weights", source}};
   if (!o.out.empty()) {
     SafeTensors st = load_safetensors(source);
@@ -166,8 +184,8 @@ void run(const CalibrateCli& o) {
   if (o.json) {
     std::printf("%s\n", result.dump().c_str());
   } else {
-    std::printf("calibration: statistic %s, transform %s, p = sigmoid(%.6f * f + %.6f); fit AUC %.4f on %zu pages%s\n",
-                chosen.statistic.c_str(), chosen.transform.c_str(), chosen.a, chosen.b, best_auc, items.size(),
+    std::printf("calibration: statistic %s, transform %s, p = sigmoid(%.6f * f + %.6f), decision threshold %.4f; fit AUC %.4f on %zu pages%s\n",
+                chosen.statistic.c_str(), chosen.transform.c_str(), chosen.a, chosen.b, chosen.threshold, best_auc, items.size(),
                 o.out.empty() ? "" : (", written to " + o.out).c_str());
   }
 }
@@ -192,6 +210,10 @@ void add_calibrate_command(CLI::App& app) {
       ->check(CLI::IsMember({"logit", "identity"}))
       ->capture_default_str();
   sub->add_option("--l2", o->l2, "Ridge penalty on the slope a")->capture_default_str();
+  sub->add_option("--false-alarm", o->false_alarm,
+                  "Decision threshold: at most this share of the set's untouched pages above it (and >= 0.5)")
+      ->check(CLI::Range(0.0, 0.999))
+      ->capture_default_str();
   sub->add_option("--window", o->predict.window, "Window size R; default the weights' train_size");
   sub->add_option("--stride", o->predict.stride, "Window stride; default R/2");
   sub->add_option("--batch", o->predict.batch, "Windows per forward pass")->capture_default_str();

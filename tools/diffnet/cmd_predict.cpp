@@ -155,7 +155,7 @@ void run(const PredictCli& o) {
   if (!o.report.empty()) {
     ReportOptions ro;
     ro.model = predictor.model().source;
-    ro.threshold = o.opt.threshold;
+    ro.threshold = predictor.page_threshold();
     ro.overlay = overlay;
     report = std::make_unique<HtmlReport>(o.report, ro);
   }
@@ -176,7 +176,7 @@ void run(const PredictCli& o) {
       p = predict();
       // The overlay is drawn once for the output folder and the report (the same options).
       if (writer || report) drawn = render_overlay(p->rgb, p->prob, p->regions, overlay);
-      nlohmann::json record = prediction_to_json(*p, o.opt.threshold);
+      nlohmann::json record = prediction_to_json(*p);
       if (writer) record = writer->write(*p, std::move(record), writer->base_name(file, page), {}, drawn);
       if (o.json) {
         std::printf("%s\n", record.dump().c_str());
@@ -262,7 +262,10 @@ void add_predict_command(CLI::App& app) {
                   "Resolution of rendered PDF pages (a page that is one embedded JPEG is analysed as that JPEG)")
       ->capture_default_str();
   sub->add_option("--max-pages", o->doc.max_pages, "A PDF/TIFF file with more pages is refused")->capture_default_str();
-  sub->add_option("--threshold", o->opt.threshold, "Decision and region threshold")->capture_default_str();
+  sub->add_option("--threshold", o->opt.threshold, "Pixel threshold: regions are p > this (and the overlay's floor)")
+      ->capture_default_str();
+  sub->add_option("--page-threshold", o->opt.page_threshold,
+                  "Decision: tampered when the page score is above this; default the weights' (docs/eval.md)");
   sub->add_option("--min-region", o->opt.min_region_area, "Smallest region reported, in pixels")->capture_default_str();
   sub->add_option("--overlay-floor", o->overlay_floor, "Overlay draws nothing where p is below this; default the threshold");
   sub->add_flag("--json", o->json, "Print one JSON record per input on stdout");

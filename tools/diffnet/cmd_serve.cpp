@@ -92,7 +92,10 @@ void add_serve_command(CLI::App& app) {
   sub->add_option("--stride", o->predict.stride, "Window stride (multiple of 8, <= R); default R");
   sub->add_option("--batch", o->predict.batch, "Windows per forward pass")->capture_default_str();
   sub->add_option("--precision", o->predict.precision, kPrecisionHelp)->capture_default_str();
-  sub->add_option("--threshold", o->predict.threshold, "Decision and region threshold")->capture_default_str();
+  sub->add_option("--threshold", o->predict.threshold, "Pixel threshold: regions are p > this (and the overlay's floor)")
+      ->capture_default_str();
+  sub->add_option("--page-threshold", o->predict.page_threshold,
+                  "Decision: tampered when the page score is above this; default the weights' (docs/eval.md)");
   sub->callback([o] { run(*o); });
 }
 
