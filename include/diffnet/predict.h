@@ -154,6 +154,10 @@ struct PredictOptions {
   // f32 | bf16 (model and windows in bf16; the zero-sum filters, softmax and merging in f32) | auto (on a
   // CPU with native bf16, one batch timed in each at start-up and the faster kept; else f32).
   std::string precision = "f32";
+  // With merge blend and a calibrated page score: windows that hold no content block are not run (the
+  // score and the map on content pixels are the same; blank areas get p from the windows that overlap
+  // them, else 0). false: every window runs.
+  bool skip_blank = true;
 };
 
 struct PredictTimings {
@@ -169,7 +173,7 @@ struct Prediction {
   at::Tensor prob;                 // float (height, width), tampering probability
   double image_score = 0;          // calibrated page probability, or (uncalibrated) max over windows of cls
   std::string score_kind;          // "calibrated" | "uncalibrated"
-  double window_max = 0;           // max over all windows of softmax(cls)[1] (the Syn2Real image score)
+  double window_max = 0;           // max over the windows run of softmax(cls)[1] (all of them: the Syn2Real image score)
   PageStats page_stats;            // raw page statistics (the calibration's input)
   std::string decision;            // "tampered" (image_score > page_threshold) | "pristine"
   double page_threshold = 0.5;     // the decision's threshold (Predictor::page_threshold())
@@ -178,6 +182,7 @@ struct Prediction {
   std::string dct_source;          // "file" | "pixels"
   int64_t jpeg_quality = -1;       // estimated IJG quality of the table used (-1: none, all-ones table)
   int64_t window = 0, stride = 0, num_windows = 0;
+  int64_t skipped_windows = 0;     // of num_windows, not run: no content block (PredictOptions::skip_blank)
   std::string precision;           // "f32" | "bf16": what the model ran in
   std::string merge;               // "blend" | "max"
   std::vector<std::string> warnings;  // recoverable problems of the input file (e.g. stray JPEG bytes)
@@ -185,7 +190,7 @@ struct Prediction {
 };
 
 // The JSON record of one prediction: file, (for pages of PDF/TIFF files: page, page_source), width, height, image_score, score_kind, decision, page_threshold, threshold,
-// regions, page_stats, window_max, dct_source, jpeg_quality, window, stride, merge, precision, num_windows, warnings,
+// regions, page_stats, window_max, dct_source, jpeg_quality, window, stride, merge, precision, num_windows, skipped_windows, warnings,
 // timings_ms {decode, dct, model, total}. A file name that is not UTF-8 is written with U+FFFD for each
 // bad byte, plus "file_hex": the name's exact bytes in hex.
 nlohmann::json prediction_to_json(const Prediction& p);

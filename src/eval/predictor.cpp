@@ -288,6 +288,11 @@ DctInput make_dct(const at::Tensor& canvas, int64_t H, int64_t W, const std::vec
   return d;
 }
 
+// Whether the window at w (size R) holds a content block; blocks: content_blocks of the canvas.
+bool window_has_content(const at::Tensor& blocks, const WindowPos& w, int64_t R) {
+  return blocks.slice(0, w.y / 8, (w.y + R) / 8).slice(1, w.x / 8, (w.x + R) / 8).any().item<bool>();
+}
+
 // Page statistics: content = dilated non-uniform 8x8 blocks of the padded canvas, cropped to the image;
 // pixel quantiles of the map over content pixels; cls over the windows that hold any content block.
 PageStats compute_page_stats(const at::Tensor& blocks, const at::Tensor& prob, const std::vector<WindowPos>& windows,
@@ -302,9 +307,7 @@ PageStats compute_page_stats(const at::Tensor& blocks, const at::Tensor& prob, c
   s.q999 = mq.values[1];
   std::vector<double> content_cls;
   for (size_t i = 0; i < windows.size(); ++i) {
-    const WindowPos& w = windows[i];
-    if (blocks.slice(0, w.y / 8, (w.y + R) / 8).slice(1, w.x / 8, (w.x + R) / 8).any().item<bool>())
-      content_cls.push_back(window_cls[i]);
+    if (window_has_content(blocks, windows[i], R)) content_cls.push_back(window_cls[i]);
   }
   s.content_windows = int64_t(content_cls.size());
   const std::vector<double>& used = content_cls.empty() ? window_cls : content_cls;  // blank page: all windows
@@ -341,12 +344,23 @@ Prediction Predictor::predict_rgb(const at::Tensor& rgb, const std::vector<uint8
   if (!(d.source == "pixels" && d.qt.eq(1).all().item<bool>())) p.jpeg_quality = estimate_jpeg_quality(d.qt);
   const double t1 = now_seconds();
 
+  const at::Tensor blocks = content_blocks(canvas);
   std::vector<WindowPos> windows = plan_windows(H, W, R, S);
   p.num_windows = int64_t(windows.size());
   p.merge = impl_->opt.merge;
   p.precision = impl_->precision;
   const at::ScalarType dtype = impl_->precision == "bf16" ? at::kBFloat16 : at::kFloat;
   const bool blend = impl_->opt.merge == "blend";
+  // Windows without a content block (blank paper, margins, padding) do not change the calibrated page
+  // score nor the blended map on content pixels: every window over a content pixel holds its block.
+  // They are not run when that is the score; a blank page runs them all.
+  if (impl_->opt.skip_blank && blend && impl_->opt.score == "page" && impl_->lm.calibration) {
+    std::vector<WindowPos> run;
+    for (const WindowPos& w : windows)
+      if (window_has_content(blocks, w, R)) run.push_back(w);
+    if (!run.empty()) windows = std::move(run);
+  }
+  p.skipped_windows = p.num_windows - int64_t(windows.size());
   // One canvas-sized accumulator: the max-merge canvas, or the blender's sums.
   at::Tensor merged = blend ? at::Tensor() : at::zeros({Hp, Wp}, at::kFloat);
   BlendMerger blender(blend ? Hp : 0, blend ? Wp : 0);
@@ -377,7 +391,6 @@ Prediction Predictor::predict_rgb(const at::Tensor& rgb, const std::vector<uint8
   const double t2 = now_seconds();
 
   // Page-sized buffers are released as soon as they are spent (peak memory on big scans).
-  at::Tensor blocks = content_blocks(canvas);
   canvas = at::Tensor();
   d = DctInput();
   p.rgb = rgb;
@@ -431,6 +444,7 @@ nlohmann::json prediction_to_json(const Prediction& p) {
   j["merge"] = p.merge;
   j["precision"] = p.precision;
   j["num_windows"] = p.num_windows;
+  j["skipped_windows"] = p.skipped_windows;
   j["warnings"] = p.warnings;
   j["timings_ms"] = {{"decode", p.timings.decode_ms},
                      {"dct", p.timings.dct_ms},

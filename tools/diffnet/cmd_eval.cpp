@@ -73,6 +73,8 @@ void add_eval_command(CLI::App& app) {
       ->check(CLI::IsMember({"page", "window-max"}));
   sub->add_option("--reliability-png", o->reliability_png, "Write a reliability diagram of the image scores here");
   sub->add_option("--batch", o->predict.batch, "Windows per forward pass")->capture_default_str();
+  sub->add_flag("!--all-windows", o->predict.skip_blank,
+                "Run the windows without content too (by default they are skipped when the page score is calibrated)");
   sub->add_option("--page-threshold", o->predict.page_threshold,
                   "Pages counted flagged above this page score; default the weights' decision threshold");
   sub->add_option("--device", o->predict.device, "cpu | cuda | cuda:N")->capture_default_str();

@@ -89,7 +89,7 @@ void run_bench(Predictor& predictor, int runs) {
               (long long)predictor.window(), (long long)predictor.options().batch,
               device_description(predictor.device()).c_str(), predictor.precision().c_str(),
               predictor.model().source.c_str(), runs);
-  std::printf("%-22s %7s %7s %7s %9s %9s %9s %9s\n", "page (median ms)", "windows", "decode", "dct", "model",
+  std::printf("%-22s %9s %7s %7s %9s %9s %9s %9s\n", "page (median ms)", "windows", "decode", "dct", "model",
               "total", "min total", "ms/window");
   struct Page {
     const char* name;
@@ -99,11 +99,12 @@ void run_bench(Predictor& predictor, int runs) {
     std::vector<uint8_t> jpeg = synthetic_page(pg.w, pg.h);
     predictor.predict_bytes(jpeg, pg.name);  // warm-up
     std::vector<PredictTimings> t;
-    int64_t windows = 0;
+    int64_t windows = 0, planned = 0;  // windows run, of planned
     for (int i = 0; i < runs; ++i) {
       Prediction p = predictor.predict_bytes(jpeg, pg.name);
       t.push_back(p.timings);
-      windows = p.num_windows;
+      windows = p.num_windows - p.skipped_windows;
+      planned = p.num_windows;
     }
     auto sorted = [&](double PredictTimings::*field) {
       std::vector<double> v;
@@ -113,7 +114,8 @@ void run_bench(Predictor& predictor, int runs) {
     };
     auto median = [&](double PredictTimings::*field) { return sorted(field)[t.size() / 2]; };
     double min_total = sorted(&PredictTimings::total_ms).front();
-    std::printf("%-22s %7lld %7.0f %7.0f %9.0f %9.0f %9.0f %9.0f\n", pg.name, (long long)windows,
+    const std::string run_of = std::to_string(windows) + "/" + std::to_string(planned);
+    std::printf("%-22s %9s %7.0f %7.0f %9.0f %9.0f %9.0f %9.0f\n", pg.name, run_of.c_str(),
                 median(&PredictTimings::decode_ms), median(&PredictTimings::dct_ms),
                 median(&PredictTimings::model_ms), median(&PredictTimings::total_ms), min_total,
                 sorted(&PredictTimings::model_ms).front() / double(windows));
@@ -254,6 +256,8 @@ void add_predict_command(CLI::App& app) {
       ->check(CLI::IsMember({"page", "window-max"}))
       ->capture_default_str();
   sub->add_option("--batch", o->opt.batch, "Windows per forward pass")->capture_default_str();
+  sub->add_flag("!--all-windows", o->opt.skip_blank,
+                "Run the windows without content too (by default they are skipped when the page score is calibrated)");
   sub->add_option("--dct-source", o->opt.dct_source,
                   "auto: JPEG coefficients from the file, pixels otherwise; or force file|pixels")
       ->check(CLI::IsMember({"auto", "file", "pixels"}))
