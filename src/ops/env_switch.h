@@ -1,4 +1,4 @@
-// The A/B switch of our CPU operators: $DIFFNET_DEPTHWISE, $DIFFNET_GRN = aten | ours.
+// The A/B switch of our CPU operators: $DIFFNET_DEPTHWISE, $DIFFNET_GRN, $DIFFNET_EMBEDDING = aten | ours.
 #pragma once
 
 #include <cstdlib>
