@@ -313,8 +313,9 @@ TEST(EvalPredict, BlankWindowsAreSkippedWithoutChangingTheScore) {
   // A 512 x 512 white page with a textured 128 x 128 block at the top-left: content blocks cover
   // [0, 128)^2 (dilation never makes a block of one colour content). Windows of 64 at stride 32 start at
   // 0, 32, ..., 448 (15 a side, 225); a window holds content iff its origin is < 128 on both axes
-  // (4 x 4 = 16), so 209 are skipped. The page statistics and score must be the same bits as with every window run, and
-  // so must the map on content pixels; blank pixels far from content get 0.
+  // (4 x 4 = 16), so 209 are skipped. The page statistics, the score and the map on content pixels must
+  // be those of every window run, up to float rounding (a window's output can change in its last bits
+  // with the windows batched beside it, e.g. on the BLAS linear path); blank pixels far from content get 0.
   const std::string w = calibrated_weights({{"statistic", "q999"}, {"transform", "logit"}, {"a", 8.0}, {"b", 0.0}}, "skip");
   at::Tensor page = at::full({512, 512, 3}, 255, at::kByte);
   page.slice(0, 0, 128).slice(1, 0, 128).copy_(test_image(128, 128, 41));
@@ -327,13 +328,13 @@ TEST(EvalPredict, BlankWindowsAreSkippedWithoutChangingTheScore) {
   EXPECT_EQ(s.skipped_windows, 209);
   EXPECT_EQ(a.skipped_windows, 0);
   EXPECT_EQ(prediction_to_json(s)["skipped_windows"], 209);
-  EXPECT_EQ(s.image_score, a.image_score);
-  EXPECT_EQ(s.page_stats.q99, a.page_stats.q99);
-  EXPECT_EQ(s.page_stats.q999, a.page_stats.q999);
-  EXPECT_EQ(s.page_stats.cls_max, a.page_stats.cls_max);
-  EXPECT_EQ(s.page_stats.cls_mean, a.page_stats.cls_mean);
+  EXPECT_NEAR(s.image_score, a.image_score, 1e-4);
+  EXPECT_NEAR(s.page_stats.q99, a.page_stats.q99, 1.0 / 4096);  // quantiles: one histogram bin
+  EXPECT_NEAR(s.page_stats.q999, a.page_stats.q999, 1.0 / 4096);
+  EXPECT_NEAR(s.page_stats.cls_max, a.page_stats.cls_max, 1e-5);
+  EXPECT_NEAR(s.page_stats.cls_mean, a.page_stats.cls_mean, 1e-5);
   EXPECT_EQ(s.page_stats.content_windows, 16);
-  EXPECT_TRUE(at::equal(s.prob.slice(0, 0, 128).slice(1, 0, 128), a.prob.slice(0, 0, 128).slice(1, 0, 128)));
+  EXPECT_LT(testutil::max_abs_diff(s.prob.slice(0, 0, 128).slice(1, 0, 128), a.prob.slice(0, 0, 128).slice(1, 0, 128)), 1e-5);
   EXPECT_EQ(s.prob.slice(0, 160).abs().max().item<float>(), 0.0f) << "no window run reaches row 160";
   EXPECT_GT(a.prob.slice(0, 160).abs().max().item<float>(), 0.0f);
   // The Syn2Real rule (max-merge) and the uncalibrated score run every window.
