@@ -153,3 +153,19 @@ TEST(Documents, BadFilesAreOneLineErrors) {
   expect_error([] { DocumentReader d(io("no-such-file.pdf")); }, "no-such-file.pdf", "cannot open");
   expect_error([] { DocumentReader d(std::vector<uint8_t>{}, "empty.pdf"); }, "empty.pdf", "the file is empty");
 }
+
+TEST(Documents, AbsurdPageBoxIsRefusedBeforeItsSizeIsComputed) {
+  REQUIRE_PDF();
+  // fuzz_document's input: a page box of 4e95 pixels at 200 dpi (its conversion to an integer was
+  // undefined behaviour). Reading the pages gives that page as a one-line error, nothing else.
+  DocumentReader d(testutil::source_path("fuzz/crashes/document/huge-page-box.pdf"));
+  int too_large = 0;
+  for (int64_t i = 0; i < d.pages(); ++i) {
+    try {
+      d.page(i);
+    } catch (const Error& e) {
+      too_large += std::string(e.what()).find("too large to render at 200 dpi") != std::string::npos;
+    }
+  }
+  EXPECT_EQ(too_large, 1);
+}

@@ -128,6 +128,11 @@ class PdfPages final : public PageSource {
     const double scale = opt_.pdf_dpi / 72.0;
     const double w = std::ceil(box.width() * scale), h = std::ceil(box.height() * scale);
     if (!(w >= 1 && h >= 1)) throw Error(name, "the page has no area");
+    // A page box of absurd size (fuzz_document found one of 4e95 points) is refused before the sizes are
+    // made integers (the conversion would be undefined), whatever the pixel limit.
+    constexpr double kMaxSide = double(1 << 30);
+    if (!(w <= kMaxSide && h <= kMaxSide))
+      throw Error(name, "the page is too large to render at " + std::to_string(int(opt_.pdf_dpi)) + " dpi");
     check_pixel_limit(int64_t(w), int64_t(h), name, DecodeOptions{false, opt_.max_pixels, nullptr});
     poppler::page_renderer renderer;
     renderer.set_render_hint(poppler::page_renderer::antialiasing, true);
