@@ -176,6 +176,7 @@ struct Predictor::Impl {
   LoadedModel lm;
   PredictOptions opt;
   int64_t window = 0, stride = 0;
+  bool calibrated = false;        // the page score is the calibrated one (score "page", weights with one)
   double page_threshold = 0.5;    // options().page_threshold resolved
   at::Device device = at::kCPU;
   std::string precision = "f32";  // options().precision resolved
@@ -197,8 +198,9 @@ Predictor::Predictor(LoadedModel model, PredictOptions options) : impl_(std::mak
     throw Error("dct_source", "expected auto, file or pixels, got '" + o.dct_source + "'");
   if (!(o.threshold >= 0 && o.threshold < 1)) throw Error("threshold", "must be in [0, 1)");
   if (!(o.page_threshold < 1)) throw Error("page_threshold", "must be in [0, 1), or < 0 for the weights' default");
-  const bool calibrated = o.score == "page" && impl_->lm.calibration;
-  impl_->page_threshold = o.page_threshold >= 0 ? o.page_threshold : calibrated ? impl_->lm.calibration->threshold : 0.5;
+  impl_->calibrated = o.score == "page" && impl_->lm.calibration;
+  impl_->page_threshold =
+      o.page_threshold >= 0 ? o.page_threshold : impl_->calibrated ? impl_->lm.calibration->threshold : 0.5;
   impl_->device = parse_device(o.device);
   // /proc/cpuinfo is read only when auto asks for it (every Predictor is made with a precision).
   impl_->precision = resolve_precision(o.precision, impl_->device, o.precision == "auto" && cpu_has_native_bf16());
@@ -294,9 +296,10 @@ bool window_has_content(const at::Tensor& blocks, const WindowPos& w, int64_t R)
 }
 
 // Page statistics: content = dilated non-uniform 8x8 blocks of the padded canvas, cropped to the image;
-// pixel quantiles of the map over content pixels; cls over the windows that hold any content block.
-PageStats compute_page_stats(const at::Tensor& blocks, const at::Tensor& prob, const std::vector<WindowPos>& windows,
-                             const std::vector<double>& window_cls, int64_t R) {
+// pixel quantiles of the map over content pixels; cls over the windows that hold any content block
+// (window_content[i]: window_has_content of the window of window_cls[i]).
+PageStats compute_page_stats(const at::Tensor& blocks, const at::Tensor& prob, const std::vector<bool>& window_content,
+                             const std::vector<double>& window_cls) {
   // blocks: content_blocks of the canvas, (Hp/8, Wp/8).
   const int64_t H = prob.size(0), W = prob.size(1);
   PageStats s;
@@ -306,9 +309,8 @@ PageStats compute_page_stats(const at::Tensor& blocks, const at::Tensor& prob, c
   s.q99 = mq.values[0];
   s.q999 = mq.values[1];
   std::vector<double> content_cls;
-  for (size_t i = 0; i < windows.size(); ++i) {
-    if (window_has_content(blocks, windows[i], R)) content_cls.push_back(window_cls[i]);
-  }
+  for (size_t i = 0; i < window_cls.size(); ++i)
+    if (window_content[i]) content_cls.push_back(window_cls[i]);
   s.content_windows = int64_t(content_cls.size());
   const std::vector<double>& used = content_cls.empty() ? window_cls : content_cls;  // blank page: all windows
   double mx = 0, sum = 0;
@@ -354,11 +356,15 @@ Prediction Predictor::predict_rgb(const at::Tensor& rgb, const std::vector<uint8
   // Windows without a content block (blank paper, margins, padding) do not change the calibrated page
   // score nor the blended map on content pixels: every window over a content pixel holds its block.
   // They are not run when that is the score; a blank page runs them all.
-  if (impl_->opt.skip_blank && blend && impl_->opt.score == "page" && impl_->lm.calibration) {
+  std::vector<bool> content;  // per window (of those run): holds a content block
+  for (const WindowPos& w : windows) content.push_back(window_has_content(blocks, w, R));
+  const size_t num_content = size_t(std::count(content.begin(), content.end(), true));
+  if (impl_->opt.skip_blank && blend && impl_->calibrated && num_content > 0) {
     std::vector<WindowPos> run;
-    for (const WindowPos& w : windows)
-      if (window_has_content(blocks, w, R)) run.push_back(w);
-    if (!run.empty()) windows = std::move(run);
+    for (size_t i = 0; i < windows.size(); ++i)
+      if (content[i]) run.push_back(windows[i]);
+    windows = std::move(run);
+    content.assign(windows.size(), true);
   }
   p.skipped_windows = p.num_windows - int64_t(windows.size());
   // One canvas-sized accumulator: the max-merge canvas, or the blender's sums.
@@ -397,10 +403,10 @@ Prediction Predictor::predict_rgb(const at::Tensor& rgb, const std::vector<uint8
   p.prob = merged.slice(0, 0, H).slice(1, 0, W).contiguous();
   merged = at::Tensor();
   p.window_max = *std::max_element(window_cls.begin(), window_cls.end());
-  p.page_stats = compute_page_stats(blocks, p.prob, windows, window_cls, R);
-  const std::optional<PageCalibration>& cal = impl_->lm.calibration;
-  if (impl_->opt.score == "page" && cal) {
-    p.image_score = cal->apply(page_stat(p.page_stats, cal->statistic));
+  p.page_stats = compute_page_stats(blocks, p.prob, content, window_cls);
+  if (impl_->calibrated) {
+    const PageCalibration& cal = *impl_->lm.calibration;
+    p.image_score = cal.apply(page_stat(p.page_stats, cal.statistic));
     p.score_kind = "calibrated";
   } else {
     p.image_score = p.window_max;

@@ -165,13 +165,13 @@ void run(const CalibrateCli& o) {
   auto above = [&](const std::vector<double>& v) {
     return int64_t(std::count_if(v.begin(), v.end(), [&](double s) { return s > chosen.threshold; }));
   };
+  const int64_t untouched_above = above(untouched_scores), tampered_above = above(tampered_scores);
   chosen.fit["false_alarm"] = o.false_alarm;
-  chosen.fit["untouched_above_threshold"] = above(untouched_scores);
-  chosen.fit["tampered_above_threshold"] = above(tampered_scores);
+  chosen.fit["untouched_above_threshold"] = untouched_above;
+  chosen.fit["tampered_above_threshold"] = tampered_above;
   if (!o.quiet)
     std::fprintf(stderr, "calibrate: decision threshold %.4f: %lld of %lld untouched and %lld of %lld tampered pages above it\n",
-                 chosen.threshold, (long long)above(untouched_scores), (long long)nneg, (long long)above(tampered_scores),
-                 (long long)npos);
+                 chosen.threshold, (long long)untouched_above, (long long)nneg, (long long)tampered_above, (long long)npos);
   nlohmann::json result = {{"calibration", chosen.to_json()}, {"candidates", table}, {"weights", source}};
   if (!o.out.empty()) {
     SafeTensors st = load_safetensors(source);
