@@ -23,6 +23,10 @@
 #                                  1.5 : splice 1 : erase 0.5), 1-2 edits, 25 % untouched but re-saved
 #   rendered-ps/                   (stage 3) rendered documents, all with the print-scan look, so crisp
 #                                  digital text is never shown to the model as the normal state of a page
+#   rendered.txt, rendered-ps.txt  list files of those two sets without the synthetic held-out family
+#                                  (payslip and letter layouts in monospace fonts, which docs/eval.md
+#                                  measures on): train on these, not on the folders (stages 1-12 of the
+#                                  shipped model used the folders, so it has seen that family)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/receipts.sh
@@ -32,7 +36,8 @@ DIFFNET=${3:-build/diffnet}
 [ -x "$DIFFNET" ] || { echo "make-train: $DIFFNET not found (run make build first)" >&2; exit 2; }
 [ -d "$SRC/images" ] || { echo "make-train: $SRC/images not found" >&2; exit 2; }
 
-rm -rf "$OUT/receipts-src" "$OUT/receipts-edits" "$OUT/rendered" "$OUT/receipts-typed" "$OUT/rendered-ps"
+rm -rf "$OUT/receipts-src" "$OUT/receipts-edits" "$OUT/rendered" "$OUT/receipts-typed" "$OUT/rendered-ps" \
+    "$OUT/rendered.txt" "$OUT/rendered-ps.txt"
 mkdir -p "$OUT/receipts-src/images" "$OUT/receipts-src/boxes"
 : > "$OUT/real-untouched.txt"
 n=0
@@ -53,4 +58,15 @@ echo "make-train: $n training receipts (held out: $(grep -c . data/splits/receip
     --ops insert:4,text:2,copy-move:1.5,splice:1,erase:0.5 --max-edits 2 --pristine-prob 0.25 \
     --q1-prob 0.25 --output-format mixed --q2 70-100 --crop 512 --quiet
 "$DIFFNET" synth --out "$OUT/rendered-ps" --count 1000 --seed 7004 --crop 512 --print-scan-prob 1 --quiet
+# The pages of a rendered set outside the held-out family, as a list file next to the set's folder.
+outside_heldout_family() {
+  local set=$1 name
+  name=$(basename "$set")
+  grep -v -E '"font_class":"mono"[^}]*"layout":"(payslip|letter)"|"layout":"(payslip|letter)"[^}]*"font_class":"mono"' \
+      "$set/manifest.jsonl" |
+    sed -E "s#.*\"image\":\"([^\"]*)\".*\"mask\":\"([^\"]*)\".*#$name/\\1\t$name/\\2#" > "$set.txt"
+  echo "make-train: $(grep -c . "$set.txt") of $(grep -c . "$set/manifest.jsonl") pages of $name outside the held-out family"
+}
+outside_heldout_family "$OUT/rendered"
+outside_heldout_family "$OUT/rendered-ps"
 echo "make-train: done: $OUT"
