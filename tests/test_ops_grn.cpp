@@ -2,18 +2,22 @@
 // autograd in float64 (an independent code path: ATen reductions and autograd's derivative formulas),
 // for channel counts that are and are not multiples of a vector register, pages smaller and larger than
 // one block of positions, several images; plus thread-count invariance, an all-zero channel, the
-// fallbacks, the argument checks and the benchmark's output.
+// fallbacks, the argument checks and the benchmark's output. The same for GELU + GRN against GELU written
+// with LibTorch's erf in float64, and the float32 GELU alone against float64 erf and exp.
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <string>
 
 #include "diffnet/common.h"
 #include "diffnet/grn.h"
 #include "ops/env_switch.h"
+#include "ops/grn/cpu/gelu_math.h"
 #include "ops_test_util.h"
 
 namespace {
@@ -157,13 +161,120 @@ TEST(Grn, EnvSwitchValues) {
   unsetenv(name);
 }
 
-// `diffnet bench --op grn --json`: two passes per case, both timings positive, the ratio theirs.
+// `diffnet bench --op grn --json`: two passes per case and op, both timings positive, the ratio theirs.
 TEST(Grn, BenchPrintsEveryCase) {
   testing::internal::CaptureStdout();
   EXPECT_EQ(diffnet::ops::run_grn_bench(1, true), 0);
   const std::string out = testing::internal::GetCapturedStdout();
   EXPECT_EQ(testutil::expect_bench_lines(out, "{\"op\":\"grn\"", "composite_ms", "fused_ms"), 16u) << out;
+  EXPECT_EQ(testutil::expect_bench_lines(out, "{\"op\":\"gelu_grn\"", "separate_ms", "fused_ms"), 16u) << out;
   EXPECT_NE(out.find("\"case\":\"base-s4\",\"shape\":[1,24,24,4096],\"pass\":\"fwd+bwd\""), std::string::npos) << out;
+}
+
+// ---- GELU + GRN ----------------------------------------------------------------------------------
+
+// The reference: GELU as 0.5 h (1 + erf(h / sqrt 2)) written out with LibTorch's erf (not at::gelu) in
+// float64, then the composite GRN; autograd differentiates both.
+at::Tensor gelu_grn_reference(const at::Tensor& h, const at::Tensor& w, const at::Tensor& b) {
+  return grn_composite(0.5 * h * (1.0 + at::erf(h * M_SQRT1_2)), w, b);
+}
+
+// Pre-activations of a trained MLP's scale: mostly within +-4, some beyond (where erf saturates), some
+// exactly 0; channel counts that are and are not multiples of a vector register.
+TEST(GeluGrn, MatchesTheFloat64ReferenceInFloat64AndFloat32) {
+  torch::manual_seed(21);
+  struct Case {
+    int64_t B, H, W, C;
+  };
+  const Case cases[] = {{2, 5, 7, 13}, {1, 1, 1, 4}, {3, 8, 9, 40}, {1, 16, 17, 160}};
+  for (const Case& c : cases) {
+    const std::string name = "B" + std::to_string(c.B) + " " + std::to_string(c.H) + "x" + std::to_string(c.W) +
+                             " C" + std::to_string(c.C);
+    at::Tensor h = at::randn({c.B, c.H, c.W, c.C}, at::kDouble) * 2.5;
+    if (c.H * c.W > 1) {  // (with one position a channel of gelu(h) = 0 has no gradient through the reference's sqrt)
+      h.view(-1)[0] = 0.0;
+      h.view(-1)[1] = -9.0;
+      h.view(-1)[2] = 12.0;
+    }
+    at::Tensor w = at::randn({c.C}, at::kDouble) * 0.5, b = at::randn({c.C}, at::kDouble) * 0.1;
+    at::Tensor r = at::randn({c.B, c.H, c.W, c.C}, at::kDouble);
+    ASSERT_TRUE(diffnet::ops::gelu_grn_uses_own_kernel(h, w, b)) << name;
+    const Grads ref = run_grads(gelu_grn_reference, h, w, b, r);
+    const Grads d64 = run_grads(diffnet::ops::gelu_grn, h, w, b, r);
+    EXPECT_LT(rel_err(d64.y, ref.y), 1e-13) << name;
+    EXPECT_LT(rel_err(d64.dx, ref.dx), 1e-12) << name;
+    EXPECT_LT(rel_err(d64.dw, ref.dw), 1e-12) << name;
+    EXPECT_LT(rel_err(d64.db, ref.db), 1e-12) << name;
+    const Grads d32 = run_grads(diffnet::ops::gelu_grn, h.to(at::kFloat), w.to(at::kFloat), b.to(at::kFloat),
+                                r.to(at::kFloat));
+    EXPECT_LT(rel_err(d32.y, ref.y), 2e-6) << name;
+    EXPECT_LT(rel_err(d32.dx, ref.dx), 2e-5) << name;
+    EXPECT_LT(rel_err(d32.dw, ref.dw), 2e-5) << name;
+    EXPECT_LT(rel_err(d32.db, ref.db), 2e-5) << name;
+    // Element by element the float32 output is within the erf approximation's error of the reference.
+    EXPECT_LT((d32.y.to(at::kDouble) - ref.y).abs().max().item<double>(), 1e-5) << name;
+    torch::NoGradGuard no_grad;
+    EXPECT_TRUE(at::equal(diffnet::ops::gelu_grn(h.to(at::kFloat), w.to(at::kFloat), b.to(at::kFloat)), d32.y)) << name;
+  }
+}
+
+// The float32 GELU and its derivative alone, over a dense sweep of inputs, against float64 erf/exp:
+// absolute error within 1e-6 (A&S 7.1.26: 1.5e-7 on erf, times |h|), and the tails exact (0 below -10
+// where Phi underflows to 0 in float, h above +10).
+TEST(GeluGrn, Float32GeluAgainstFloat64) {
+  double worst_value = 0, worst_derivative = 0;
+  for (int i = -200000; i <= 200000; ++i) {
+    const float h = static_cast<float>(i) * 1e-4f;
+    const double hd = h;
+    const double value = 0.5 * hd * (1.0 + std::erf(hd * M_SQRT1_2));
+    const double derivative =
+        0.5 * (1.0 + std::erf(hd * M_SQRT1_2)) + hd * std::exp(-0.5 * hd * hd) / std::sqrt(2 * M_PI);
+    worst_value = std::max(worst_value, std::abs(diffnet::ops::cpu::gelu_value(h) - value));
+    worst_derivative = std::max(worst_derivative, std::abs(diffnet::ops::cpu::gelu_derivative(h) - derivative));
+  }
+  EXPECT_LT(worst_value, 1e-6);
+  EXPECT_LT(worst_derivative, 1e-6);
+  EXPECT_EQ(diffnet::ops::cpu::gelu_value(100.0f), 100.0f);
+  EXPECT_EQ(diffnet::ops::cpu::gelu_derivative(100.0f), 1.0f);
+  EXPECT_LT(std::abs(diffnet::ops::cpu::gelu_value(-100.0f)), 1e-30f);
+  EXPECT_LT(std::abs(diffnet::ops::cpu::gelu_derivative(-100.0f)), 1e-30f);
+  EXPECT_EQ(diffnet::ops::cpu::gelu_value(0.0f), 0.0f);
+  EXPECT_NEAR(diffnet::ops::cpu::gelu_derivative(0.0f), 0.5f, 1e-7f);
+}
+
+TEST(GeluGrn, SameBitsForAnyThreadCount) {
+  torch::manual_seed(22);
+  at::Tensor h = at::randn({2, 33, 29, 160}) * 2, w = at::randn({160}), b = at::randn({160});
+  at::Tensor r = at::randn({2, 33, 29, 160});
+  const int threads = at::get_num_threads();
+  at::set_num_threads(1);
+  const Grads one = run_grads(diffnet::ops::gelu_grn, h, w, b, r);
+  at::set_num_threads(std::max(2, threads));
+  const Grads two = run_grads(diffnet::ops::gelu_grn, h, w, b, r);
+  at::set_num_threads(threads);
+  EXPECT_TRUE(at::equal(one.y, two.y));
+  EXPECT_TRUE(at::equal(one.dx, two.dx));
+  EXPECT_TRUE(at::equal(one.dw, two.dw));
+  EXPECT_TRUE(at::equal(one.db, two.db));
+}
+
+// bf16 activations take at::gelu and the composite; a non-contiguous input is read correctly.
+TEST(GeluGrn, FallbackAndNonContiguousInput) {
+  torch::manual_seed(23);
+  at::Tensor h = at::randn({1, 6, 6, 16}), w = at::randn({16}), b = at::randn({16});
+  at::Tensor hb = h.to(at::kBFloat16);
+  EXPECT_FALSE(diffnet::ops::gelu_grn_uses_own_kernel(hb, w, b));
+  EXPECT_TRUE(at::equal(diffnet::ops::gelu_grn(hb, w, b), grn_composite(at::gelu(hb), w, b)));
+  at::Tensor nchw = at::randn({2, 24, 6, 7}, at::kDouble);
+  at::Tensor x = nchw.permute({0, 2, 3, 1});
+  ASSERT_FALSE(x.is_contiguous());
+  at::Tensor wd = at::randn({24}, at::kDouble), bd = at::randn({24}, at::kDouble);
+  at::Tensor r = at::randn({2, 6, 7, 24}, at::kDouble);
+  const Grads ref = run_grads(gelu_grn_reference, x, wd, bd, r);
+  const Grads d = run_grads(diffnet::ops::gelu_grn, x, wd, bd, r);
+  EXPECT_LT(rel_err(d.y, ref.y), 1e-13);
+  EXPECT_LT(rel_err(d.dx, ref.dx), 1e-12);
+  EXPECT_EQ(d.dx.sizes(), x.sizes());
 }
 
 }  // namespace

@@ -23,9 +23,19 @@ at::Tensor grn_composite(const at::Tensor& x, const at::Tensor& weight, const at
 // Whether grn() uses the fused CPU kernel for these arguments (see above).
 bool grn_uses_own_kernel(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
 
-// `diffnet bench --op grn`: forward, and forward + backward through autograd, composite against fused,
-// on the MLP shapes of atto (512², batch 2) and base (768², batch 1), float32 on the CPU; the median of
-// `iters` after one warm-up, alternating the two per iteration. A table, or JSON lines with `json`.
+// grn(gelu(h), weight, bias) with GELU in its erf form, as the ConvNeXt-V2 MLP applies them. Where grn()
+// takes its fused kernel (and $DIFFNET_GELU_GRN is not "aten"), the GELU is computed inside GRN's passes:
+// forward, the first pass writes g = gelu(h) and sums g^2; backward, the input pass takes GRN's gradient
+// through the GELU, so the GELU costs no pass of its own either way. float32 GELU: Abramowitz & Stegun's
+// erf (absolute error <= 1.5e-7, as ATen's vectorised one) in vectorised arithmetic; float64: std::erf.
+// Elsewhere: grn(at::gelu(h), weight, bias).
+at::Tensor gelu_grn(const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias);
+bool gelu_grn_uses_own_kernel(const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias);
+
+// `diffnet bench --op grn`: forward, and forward + backward through autograd: GRN, composite against
+// fused; then at::gelu followed by grn() against gelu_grn(); on the MLP shapes of atto (512², batch 2) and
+// base (768², batch 1), float32 on the CPU; the median of `iters` after one warm-up, alternating the two
+// per iteration. A table, or JSON lines with `json`.
 int run_grn_bench(int iters, bool json);
 
 }  // namespace diffnet::ops

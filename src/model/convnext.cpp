@@ -136,8 +136,8 @@ MlpImpl::MlpImpl(int64_t channels, int64_t hidden) {
 }
 
 at::Tensor MlpImpl::forward(const at::Tensor& x) {
-  at::Tensor h = at::gelu(linear_nhwc(x, fc1->weight, fc1->bias));
-  return linear_nhwc(grn->forward(h).contiguous(), fc2->weight, fc2->bias);
+  const at::Tensor h = linear_nhwc(x, fc1->weight, fc1->bias);
+  return linear_nhwc(ops::gelu_grn(h, grn->weight, grn->bias).contiguous(), fc2->weight, fc2->bias);
 }
 
 at::Tensor drop_path(const at::Tensor& x, double p, bool training) {

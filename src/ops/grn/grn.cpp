@@ -1,5 +1,5 @@
-// grn (include/diffnet/grn.h): the composite formula, and the fused CPU path (cpu/grn_kernel.cpp passes;
-// the (B, C) statistics and their gradient in double with LibTorch operations) as an autograd function.
+// grn and gelu_grn (include/diffnet/grn.h): the composite formula, and the fused CPU paths (cpu/grn_kernel.cpp
+// passes; the (B, C) statistics and their gradient in double with LibTorch operations) as autograd functions.
 #include "diffnet/grn.h"
 
 #include <torch/csrc/autograd/custom_function.h>
@@ -32,34 +32,80 @@ bool aten_forced() {
 
 cpu::GrnShape shape_of(const at::Tensor& x) { return {x.size(0), x.size(1) * x.size(2), x.size(3)}; }
 
-// The forward on contiguous x: y, and the statistics gx, nx (B, C) in double.
-struct Forward {
-  at::Tensor y, gx, nx;
+// The statistics from the per-channel sums of squares ss (B, C, double): gx = sqrt(ss), nx = gx / (mean
+// over c of gx + eps), and the output's per-channel scale a = 1 + weight * nx in the activations' dtype.
+struct Stats {
+  at::Tensor gx, nx, a;
 };
 
-Forward fused_forward(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+Stats stats_from_sums(const at::Tensor& ss, const at::Tensor& weight, at::ScalarType dtype) {
+  Stats st;
+  st.gx = ss.sqrt();
+  st.nx = st.gx / (st.gx.mean(1, /*keepdim=*/true) + kEps);
+  st.a = (1.0 + weight.reshape({ss.size(1)}).to(at::kDouble) * st.nx).to(dtype).contiguous();
+  return st;
+}
+
+// The forward on contiguous x: y, the statistics gx, nx (B, C) in double; with `gelu`, x is the GELU's
+// input h, and g = gelu(h) (what GRN normalises) is returned too.
+struct Forward {
+  at::Tensor y, g, gx, nx;
+};
+
+Forward fused_forward(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, bool gelu) {
   const cpu::GrnShape s = shape_of(x);
-  const auto f64 = x.options().dtype(at::kDouble);
-  at::Tensor ss = at::empty({s.B, s.C}, f64);
+  at::Tensor ss = at::empty({s.B, s.C}, x.options().dtype(at::kDouble));
   at::Tensor y = at::empty_like(x);
-  const at::Tensor w = weight.reshape({s.C}).contiguous(), b = bias.reshape({s.C}).contiguous();
-  at::Tensor gx, nx;
+  const at::Tensor g = gelu ? at::empty_like(x) : x;
+  const at::Tensor b = bias.reshape({s.C}).contiguous();
+  Stats st;
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "grn_forward", [&] {
-    cpu::channel_sums<scalar_t>(x.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(), ss.data_ptr<double>(), nullptr, s);
-    gx = ss.sqrt();
-    nx = gx / (gx.mean(1, /*keepdim=*/true) + kEps);
-    const at::Tensor a = (1.0 + w.to(at::kDouble) * nx).to(x.scalar_type()).contiguous();
-    cpu::channel_affine<scalar_t>(x.data_ptr<scalar_t>(), a.data_ptr<scalar_t>(), nullptr, nullptr,
+    if (gelu)
+      cpu::gelu_channel_sums<scalar_t>(x.data_ptr<scalar_t>(), g.data_ptr<scalar_t>(), ss.data_ptr<double>(), s);
+    else
+      cpu::channel_sums<scalar_t>(x.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(), ss.data_ptr<double>(), nullptr, s);
+    st = stats_from_sums(ss, weight, x.scalar_type());
+    cpu::channel_affine<scalar_t>(g.data_ptr<scalar_t>(), st.a.data_ptr<scalar_t>(), nullptr, nullptr,
                                   b.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(), s);
   });
-  return {y, gx, nx};
+  return {y, g, st.gx, st.nx};
+}
+
+// The backward of y = GRN(x) from the upstream gradient dy (contiguous), x, and the forward's gx, nx:
+// the per-channel terms of the input gradient dx = dy * a + x * k, and the parameter gradients asked for.
+struct Backward {
+  at::Tensor a, k, dweight, dbias;
+};
+
+Backward backward_terms(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& weight, const at::Tensor& gx,
+                        const at::Tensor& nx, AutogradContext* ctx) {
+  const cpu::GrnShape s = shape_of(x);
+  const auto f64 = x.options().dtype(at::kDouble);
+  at::Tensor sdyx = at::empty({s.B, s.C}, f64), sdy = at::empty({s.B, s.C}, f64);
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "grn_backward_sums", [&] {
+    cpu::channel_sums<scalar_t>(dy.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(), sdyx.data_ptr<double>(),
+                                sdy.data_ptr<double>(), s);
+  });
+  const at::Tensor w = weight.reshape({s.C}).to(at::kDouble);
+  Backward r;
+  if (ctx->needs_input_grad(0)) {
+    // y = x (1 + w nx) + bias; nx_c = gx_c / (m + eps) with m the mean of gx over c; gx = ||x||.
+    const at::Tensor A = w * sdyx;                                    // dL/dnx
+    const at::Tensor denom = gx.mean(1, /*keepdim=*/true) + kEps;     // (B, 1)
+    const at::Tensor dgx = A / denom - (A * gx).sum(1, /*keepdim=*/true) / (denom * denom * static_cast<double>(s.C));
+    r.k = at::where(gx > 0, dgx / gx.clamp_min(1e-300), at::zeros_like(gx)).to(x.scalar_type()).contiguous();
+    r.a = (1.0 + w * nx).to(x.scalar_type()).contiguous();
+  }
+  if (ctx->needs_input_grad(1)) r.dweight = (nx * sdyx).sum(0).to(weight.scalar_type()).reshape(weight.sizes());
+  if (ctx->needs_input_grad(2)) r.dbias = sdy.sum(0).to(weight.scalar_type()).reshape(weight.sizes());
+  return r;
 }
 
 struct GrnFunction : public torch::autograd::Function<GrnFunction> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& weight,
                             const at::Tensor& bias) {
     const at::Tensor xc = x.contiguous();
-    Forward f = fused_forward(xc, weight, bias);
+    Forward f = fused_forward(xc, weight, bias, /*gelu=*/false);
     ctx->save_for_backward({xc, weight});
     ctx->saved_data["gx"] = f.gx;
     ctx->saved_data["nx"] = f.nx;
@@ -70,37 +116,63 @@ struct GrnFunction : public torch::autograd::Function<GrnFunction> {
     if (!grads[0].defined()) return {at::Tensor(), at::Tensor(), at::Tensor()};
     const auto saved = ctx->get_saved_variables();
     const at::Tensor& x = saved[0];
-    const at::Tensor& weight = saved[1];
-    const at::Tensor gx = ctx->saved_data["gx"].toTensor(), nx = ctx->saved_data["nx"].toTensor();
     const at::Tensor dy = grads[0].contiguous();
-    const cpu::GrnShape s = shape_of(x);
-    const auto f64 = x.options().dtype(at::kDouble);
-    at::Tensor sdyx = at::empty({s.B, s.C}, f64), sdy = at::empty({s.B, s.C}, f64);
-    AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "grn_backward_sums", [&] {
-      cpu::channel_sums<scalar_t>(dy.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(), sdyx.data_ptr<double>(),
-                                  sdy.data_ptr<double>(), s);
-    });
-    const at::Tensor w = weight.reshape({s.C}).to(at::kDouble);
+    const Backward t =
+        backward_terms(dy, x, saved[1], ctx->saved_data["gx"].toTensor(), ctx->saved_data["nx"].toTensor(), ctx);
     at::Tensor dx;
     if (ctx->needs_input_grad(0)) {
-      // y = x (1 + w nx) + bias; nx_c = gx_c / (m + eps) with m the mean of gx over c; gx = ||x||.
-      const at::Tensor A = w * sdyx;                                    // dL/dnx
-      const at::Tensor denom = gx.mean(1, /*keepdim=*/true) + kEps;     // (B, 1)
-      const at::Tensor dgx = A / denom - (A * gx).sum(1, /*keepdim=*/true) / (denom * denom * static_cast<double>(s.C));
-      const at::Tensor k = at::where(gx > 0, dgx / gx.clamp_min(1e-300), at::zeros_like(gx)).to(x.scalar_type()).contiguous();
-      const at::Tensor a = (1.0 + w * nx).to(x.scalar_type()).contiguous();
       dx = at::empty_like(x);
       AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "grn_backward_input", [&] {
-        cpu::channel_affine<scalar_t>(dy.data_ptr<scalar_t>(), a.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(),
-                                      k.data_ptr<scalar_t>(), nullptr, dx.data_ptr<scalar_t>(), s);
+        cpu::channel_affine<scalar_t>(dy.data_ptr<scalar_t>(), t.a.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(),
+                                      t.k.data_ptr<scalar_t>(), nullptr, dx.data_ptr<scalar_t>(), shape_of(x));
       });
     }
-    at::Tensor dweight, dbias;
-    if (ctx->needs_input_grad(1)) dweight = (nx * sdyx).sum(0).to(weight.scalar_type()).reshape(weight.sizes());
-    if (ctx->needs_input_grad(2)) dbias = sdy.sum(0).to(weight.scalar_type()).reshape(weight.sizes());
-    return {dx, dweight, dbias};
+    return {dx, t.dweight, t.dbias};
   }
 };
+
+// y = GRN(gelu(h)): h and g = gelu(h) are kept for the backward, whose input pass takes GRN's gradient
+// through the GELU (dh = (dy a + g k) gelu'(h)) without writing dg.
+struct GeluGrnFunction : public torch::autograd::Function<GeluGrnFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& h, const at::Tensor& weight,
+                            const at::Tensor& bias) {
+    const at::Tensor hc = h.contiguous();
+    Forward f = fused_forward(hc, weight, bias, /*gelu=*/true);
+    ctx->save_for_backward({hc, f.g, weight});
+    ctx->saved_data["gx"] = f.gx;
+    ctx->saved_data["nx"] = f.nx;
+    return f.y;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    if (!grads[0].defined()) return {at::Tensor(), at::Tensor(), at::Tensor()};
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor& h = saved[0];
+    const at::Tensor& g = saved[1];
+    const at::Tensor dy = grads[0].contiguous();
+    const Backward t =
+        backward_terms(dy, g, saved[2], ctx->saved_data["gx"].toTensor(), ctx->saved_data["nx"].toTensor(), ctx);
+    at::Tensor dh;
+    if (ctx->needs_input_grad(0)) {
+      dh = at::empty_like(h);
+      AT_DISPATCH_FLOATING_TYPES(h.scalar_type(), "gelu_grn_backward_input", [&] {
+        cpu::gelu_grn_input_grad<scalar_t>(dy.data_ptr<scalar_t>(), t.a.data_ptr<scalar_t>(), g.data_ptr<scalar_t>(),
+                                           t.k.data_ptr<scalar_t>(), h.data_ptr<scalar_t>(), dh.data_ptr<scalar_t>(),
+                                           shape_of(h));
+      });
+    }
+    return {dh, t.dweight, t.dbias};
+  }
+};
+
+bool gelu_aten_forced() {
+  static const bool forced = env_says_aten("DIFFNET_GELU_GRN");
+  return forced;
+}
+
+bool wants_grad(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+  return at::GradMode::is_enabled() && (x.requires_grad() || weight.requires_grad() || bias.requires_grad());
+}
 
 }  // namespace
 
@@ -124,9 +196,19 @@ bool grn_uses_own_kernel(const at::Tensor& x, const at::Tensor& weight, const at
 at::Tensor grn(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
   check_args(x, weight, bias);
   if (!grn_uses_own_kernel(x, weight, bias)) return grn_composite(x, weight, bias);
-  const bool grad = at::GradMode::is_enabled() && (x.requires_grad() || weight.requires_grad() || bias.requires_grad());
-  if (grad) return GrnFunction::apply(x, weight, bias);
-  return fused_forward(x.contiguous(), weight, bias).y;
+  if (wants_grad(x, weight, bias)) return GrnFunction::apply(x, weight, bias);
+  return fused_forward(x.contiguous(), weight, bias, /*gelu=*/false).y;
+}
+
+bool gelu_grn_uses_own_kernel(const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias) {
+  return grn_uses_own_kernel(h, weight, bias) && !gelu_aten_forced();
+}
+
+at::Tensor gelu_grn(const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias) {
+  check_args(h, weight, bias);
+  if (!gelu_grn_uses_own_kernel(h, weight, bias)) return grn(at::gelu(h), weight, bias);
+  if (wants_grad(h, weight, bias)) return GeluGrnFunction::apply(h, weight, bias);
+  return fused_forward(h.contiguous(), weight, bias, /*gelu=*/true).y;
 }
 
 }  // namespace diffnet::ops
