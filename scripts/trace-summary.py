@@ -32,7 +32,10 @@ KINDS = [
 # Kinds of CPU operators (ATen and ours), first match wins.
 CPU_KINDS = [
     ("optimizer", r"foreach|adam"),
-    ("zero-sum (ours)", r"zero_sum"),
+    ("zero-sum (ours)", r"zero_sum|ZeroSum"),
+    ("GRN, GELU + GRN (ours)", r"GrnFunction"),
+    ("depthwise conv (ours)", r"DepthwiseConvFunction"),
+    ("embedding (ours)", r"EmbeddingFunction"),
     ("convolution", r"conv"),
     ("matrix multiply", r"::(mm|addmm|bmm|matmul|linear)\b"),
     ("layer norm", r"layer_norm"),

@@ -101,12 +101,16 @@ Backward backward_terms(const at::Tensor& dy, const at::Tensor& x, const at::Ten
   return r;
 }
 
-struct GrnFunction : public torch::autograd::Function<GrnFunction> {
+// y = GRN(x), or with kGelu y = GRN(gelu(h)): the input and what GRN normalised (x itself, or g = gelu(h))
+// are kept for the backward, whose input pass is GRN's (dx = dy a + x k) or takes that gradient through
+// the GELU (dh = (dy a + g k) gelu'(h)) without writing dg.
+template <bool kGelu>
+struct FusedGrnFunction : public torch::autograd::Function<FusedGrnFunction<kGelu>> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& weight,
                             const at::Tensor& bias) {
     const at::Tensor xc = x.contiguous();
-    Forward f = fused_forward(xc, weight, bias, /*gelu=*/false);
-    ctx->save_for_backward({xc, weight});
+    Forward f = fused_forward(xc, weight, bias, kGelu);
+    ctx->save_for_backward({xc, f.g, weight});
     ctx->saved_data["gx"] = f.gx;
     ctx->saved_data["nx"] = f.nx;
     return f.y;
@@ -116,52 +120,24 @@ struct GrnFunction : public torch::autograd::Function<GrnFunction> {
     if (!grads[0].defined()) return {at::Tensor(), at::Tensor(), at::Tensor()};
     const auto saved = ctx->get_saved_variables();
     const at::Tensor& x = saved[0];
+    const at::Tensor& g = saved[1];  // x itself without the GELU
     const at::Tensor dy = grads[0].contiguous();
     const Backward t =
-        backward_terms(dy, x, saved[1], ctx->saved_data["gx"].toTensor(), ctx->saved_data["nx"].toTensor(), ctx);
+        backward_terms(dy, g, saved[2], ctx->saved_data["gx"].toTensor(), ctx->saved_data["nx"].toTensor(), ctx);
     at::Tensor dx;
     if (ctx->needs_input_grad(0)) {
       dx = at::empty_like(x);
       AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "grn_backward_input", [&] {
-        cpu::channel_affine<scalar_t>(dy.data_ptr<scalar_t>(), t.a.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(),
-                                      t.k.data_ptr<scalar_t>(), nullptr, dx.data_ptr<scalar_t>(), shape_of(x));
+        if (kGelu)
+          cpu::gelu_grn_input_grad<scalar_t>(dy.data_ptr<scalar_t>(), t.a.data_ptr<scalar_t>(), g.data_ptr<scalar_t>(),
+                                             t.k.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(),
+                                             dx.data_ptr<scalar_t>(), shape_of(x));
+        else
+          cpu::channel_affine<scalar_t>(dy.data_ptr<scalar_t>(), t.a.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(),
+                                        t.k.data_ptr<scalar_t>(), nullptr, dx.data_ptr<scalar_t>(), shape_of(x));
       });
     }
     return {dx, t.dweight, t.dbias};
-  }
-};
-
-// y = GRN(gelu(h)): h and g = gelu(h) are kept for the backward, whose input pass takes GRN's gradient
-// through the GELU (dh = (dy a + g k) gelu'(h)) without writing dg.
-struct GeluGrnFunction : public torch::autograd::Function<GeluGrnFunction> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& h, const at::Tensor& weight,
-                            const at::Tensor& bias) {
-    const at::Tensor hc = h.contiguous();
-    Forward f = fused_forward(hc, weight, bias, /*gelu=*/true);
-    ctx->save_for_backward({hc, f.g, weight});
-    ctx->saved_data["gx"] = f.gx;
-    ctx->saved_data["nx"] = f.nx;
-    return f.y;
-  }
-
-  static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    if (!grads[0].defined()) return {at::Tensor(), at::Tensor(), at::Tensor()};
-    const auto saved = ctx->get_saved_variables();
-    const at::Tensor& h = saved[0];
-    const at::Tensor& g = saved[1];
-    const at::Tensor dy = grads[0].contiguous();
-    const Backward t =
-        backward_terms(dy, g, saved[2], ctx->saved_data["gx"].toTensor(), ctx->saved_data["nx"].toTensor(), ctx);
-    at::Tensor dh;
-    if (ctx->needs_input_grad(0)) {
-      dh = at::empty_like(h);
-      AT_DISPATCH_FLOATING_TYPES(h.scalar_type(), "gelu_grn_backward_input", [&] {
-        cpu::gelu_grn_input_grad<scalar_t>(dy.data_ptr<scalar_t>(), t.a.data_ptr<scalar_t>(), g.data_ptr<scalar_t>(),
-                                           t.k.data_ptr<scalar_t>(), h.data_ptr<scalar_t>(), dh.data_ptr<scalar_t>(),
-                                           shape_of(h));
-      });
-    }
-    return {dh, t.dweight, t.dbias};
   }
 };
 
@@ -196,7 +172,7 @@ bool grn_uses_own_kernel(const at::Tensor& x, const at::Tensor& weight, const at
 at::Tensor grn(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
   check_args(x, weight, bias);
   if (!grn_uses_own_kernel(x, weight, bias)) return grn_composite(x, weight, bias);
-  if (wants_grad(x, weight, bias)) return GrnFunction::apply(x, weight, bias);
+  if (wants_grad(x, weight, bias)) return FusedGrnFunction<false>::apply(x, weight, bias);
   return fused_forward(x.contiguous(), weight, bias, /*gelu=*/false).y;
 }
 
@@ -207,7 +183,7 @@ bool gelu_grn_uses_own_kernel(const at::Tensor& h, const at::Tensor& weight, con
 at::Tensor gelu_grn(const at::Tensor& h, const at::Tensor& weight, const at::Tensor& bias) {
   check_args(h, weight, bias);
   if (!gelu_grn_uses_own_kernel(h, weight, bias)) return grn(at::gelu(h), weight, bias);
-  if (wants_grad(h, weight, bias)) return GeluGrnFunction::apply(h, weight, bias);
+  if (wants_grad(h, weight, bias)) return FusedGrnFunction<true>::apply(h, weight, bias);
   return fused_forward(h.contiguous(), weight, bias, /*gelu=*/true).y;
 }
 
