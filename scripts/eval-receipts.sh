@@ -2,8 +2,10 @@
 # Calibrates a model on the fit half of the held-out real receipts and measures it on the report half
 # (docs/eval.md, "Validation set"; make the set first with scripts/make-val.sh).
 #
-#   [KEEP_CALIBRATION=1] scripts/eval-receipts.sh WEIGHTS OUT_DIR [DIFFNET]
+#   [KEEP_CALIBRATION=1] [THREADS=N] scripts/eval-receipts.sh WEIGHTS OUT_DIR [DIFFNET]
 #
+# THREADS: passed as `diffnet -t N` (default: diffnet's own choice, which counts the cores free at start-up,
+# so background work, even niced, can make it pick fewer).
 # Writes OUT_DIR/fit/ (eval of the fit half: page statistics), OUT_DIR/calibrated.safetensors (WEIGHTS
 # with the page-score calibration fitted on them), OUT_DIR/report/ (maps and records of the report half),
 # OUT_DIR/report.json (eval metrics), OUT_DIR/reliability.png and OUT_DIR/summary.json: page AUC (all
@@ -23,12 +25,12 @@ if [ -n "${KEEP_CALIBRATION:-}" ]; then  # weights already calibrated on the fit
   cp "$WEIGHTS" "$OUT/calibrated.safetensors"
   echo '{"kept": true}' > "$OUT/calibration.json"
 else
-  "$DIFFNET" eval --data data/val/receipts-fit --protocol doc --weights "$WEIGHTS" --save-pred "$OUT/fit" --json -q \
+  "$DIFFNET" ${THREADS:+-t "$THREADS"} eval --data data/val/receipts-fit --protocol doc --weights "$WEIGHTS" --save-pred "$OUT/fit" --json -q \
       > "$OUT/fit.json"
   "$DIFFNET" calibrate --from-stats "$OUT/fit/predictions.jsonl" --weights "$WEIGHTS" \
       --out "$OUT/calibrated.safetensors" --json -q > "$OUT/calibration.json"
 fi
-"$DIFFNET" eval --data data/val/receipts-report --protocol doc --weights "$OUT/calibrated.safetensors" \
+"$DIFFNET" ${THREADS:+-t "$THREADS"} eval --data data/val/receipts-report --protocol doc --weights "$OUT/calibrated.safetensors" \
     --save-pred "$OUT/report" --reliability-png "$OUT/reliability.png" --json -q > "$OUT/report.json"
 python3 - "$OUT" <<'PY'
 import json, os, sys
