@@ -66,7 +66,7 @@ GrnImpl::GrnImpl(int64_t channels) {
   bias = register_parameter("bias", torch::zeros({channels}));
 }
 
-at::Tensor GrnImpl::forward(const at::Tensor& x) { return ops::grn(x, weight, bias); }
+at::Tensor GrnImpl::forward_after_gelu(const at::Tensor& h) { return ops::gelu_grn(h, weight, bias); }
 
 namespace {
 
@@ -137,7 +137,7 @@ MlpImpl::MlpImpl(int64_t channels, int64_t hidden) {
 
 at::Tensor MlpImpl::forward(const at::Tensor& x) {
   const at::Tensor h = linear_nhwc(x, fc1->weight, fc1->bias);
-  return linear_nhwc(ops::gelu_grn(h, grn->weight, grn->bias).contiguous(), fc2->weight, fc2->bias);
+  return linear_nhwc(grn->forward_after_gelu(h).contiguous(), fc2->weight, fc2->bias);
 }
 
 at::Tensor drop_path(const at::Tensor& x, double p, bool training) {

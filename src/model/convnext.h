@@ -33,10 +33,11 @@ TORCH_MODULE(LayerNorm2d);
 
 // Global Response Norm on NHWC input (timm GlobalResponseNorm, weight/bias (C,), zero init):
 // Gx = sqrt(sum_HW x^2), Nx = Gx / (mean_C Gx + 1e-6), y = x + bias + weight * (x * Nx).
+// The MLP applies it to gelu(h) only, so it takes h and applies both (ops::gelu_grn: one fused op).
 class GrnImpl : public torch::nn::Module {
  public:
   explicit GrnImpl(int64_t channels);
-  at::Tensor forward(const at::Tensor& x);
+  at::Tensor forward_after_gelu(const at::Tensor& h);  // GRN(gelu(h))
   at::Tensor weight, bias;
 };
 TORCH_MODULE(Grn);

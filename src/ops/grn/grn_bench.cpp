@@ -27,10 +27,10 @@ int run_grn_bench(int iters, bool json) {
   // GRN alone: the composite against the fused kernel; GELU + GRN: at::gelu then grn() against gelu_grn().
   struct Op {
     const char *name, *base_key;
+    bool gelu;
   };
-  for (const Op op : {Op{"grn", "composite_ms"}, Op{"gelu_grn", "separate_ms"}}) {
-    const bool gelu = std::string(op.name) == "gelu_grn";
-    if (!json) std::printf("%s: %s against fused\n", op.name, gelu ? "at::gelu + grn()" : "composite");
+  for (const Op op : {Op{"grn", "composite_ms", false}, Op{"gelu_grn", "separate_ms", true}}) {
+    if (!json) std::printf("%s: %s against fused\n", op.name, op.gelu ? "at::gelu + grn()" : "composite");
     for (const Case& c : cases) {
       torch::manual_seed(0);
       const at::Tensor x0 = at::randn({c.B, c.S, c.S, c.C}), g = at::randn({c.B, c.S, c.S, c.C});
@@ -40,7 +40,7 @@ int run_grn_bench(int iters, bool json) {
           at::Tensor x = x0.clone().requires_grad_(backward), w = w0.clone().requires_grad_(backward),
                      b = b0.clone().requires_grad_(backward);
           const double t0 = now_seconds();
-          at::Tensor y = gelu ? (fused ? gelu_grn(x, w, b) : grn(at::gelu(x), w, b))
+          at::Tensor y = op.gelu ? (fused ? gelu_grn(x, w, b) : grn(at::gelu(x), w, b))
                               : (fused ? grn(x, w, b) : grn_composite(x, w, b));
           if (backward) y.backward(g);
           return (now_seconds() - t0) * 1e3;
