@@ -41,11 +41,14 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?= $(patsubst fuzz/fuzz_%.cpp,%,$(sort $(wildcard fuzz/fuzz_*.cpp)))
 FUZZ_JOBS ?= 1
+# Empty for a throughput build without sanitizers (use another FUZZ_BUILD; docs/fuzz.md).
+FUZZ_SANITIZERS ?= address,undefined
 fuzz-deps:
 	@scripts/install-deps.sh --fuzz
 
 fuzz-build: fuzz-deps
-	@CC=clang-14 CXX=clang++-14 cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDIFFNET_FUZZ=ON >/dev/null
+	@CC=clang-14 CXX=clang++-14 cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDIFFNET_FUZZ=ON \
+	  -DDIFFNET_FUZZ_SANITIZERS="$(FUZZ_SANITIZERS)" >/dev/null
 	@cmake --build $(FUZZ_BUILD) -j $(FUZZ_JOBS)
 
 # LibTorch's globals are reported by LeakSanitizer at exit: leaks are off (detect_leaks=0).
