@@ -2,10 +2,15 @@
 # Compares two folders of eval/predict outputs (predictions.jsonl + <base>.prob.png, paths as recorded,
 # relative to the working directory) over the inputs both hold: page-score differences, decisions that
 # differ, and |dp| over the 8-bit maps. Usage: bench/compare-predictions.py DIR_A DIR_B (python3 with
-# numpy and PIL: Debian /usr/bin/python3).
+# numpy and PIL: Debian /usr/bin/python3 with `apt install python3-numpy python3-pil`).
 import json, os, sys
-import numpy as np
-from PIL import Image
+try:
+    import numpy as np
+    from PIL import Image
+except ImportError as e:
+    sys.exit(f"compare-predictions: {e.name} missing (Debian: apt install python3-numpy python3-pil; run with /usr/bin/python3)")
+if len(sys.argv) != 3:
+    sys.exit("usage: bench/compare-predictions.py DIR_A DIR_B")
 a_dir, b_dir = sys.argv[1], sys.argv[2]
 def recs(d):
     return {os.path.basename(json.loads(l)["file"]): json.loads(l) for l in open(os.path.join(d, "predictions.jsonl"))}
