@@ -344,6 +344,96 @@ TEST(EvalPredict, BlankWindowsAreSkippedWithoutChangingTheScore) {
   EXPECT_EQ(make_predictor(2, 32).predict_rgb(page, {}, "uncal").skipped_windows, 0);
 }
 
+TEST(EvalPredict, CoarseToFineRunsOverlapWindowsOnlyWhereTheCoarseMapReachesTheLevel) {
+  // 192 x 192, R 64, stride 32: origins 0, 32, ..., 128 on each axis (25 windows); the stride-64 grid
+  // (origins 0, 64, 128: 9 windows) runs first. Reference computed here: every window's map by a direct
+  // forward pass, the coarse map and the final map blended in float64 with this file's weights; the
+  // level is set in the widest gap between the 16 other windows' coarse maxima, so some run and some not.
+  at::Tensor rgb = test_image(192, 192, 57);
+  at::Tensor dct = pixel_dct(rgb, ones_table());
+  std::map<std::pair<int64_t, int64_t>, Direct> maps;
+  const std::vector<int64_t> origins = {0, 32, 64, 96, 128};
+  for (int64_t y : origins)
+    for (int64_t x : origins)
+      maps.emplace(std::make_pair(y, x), direct_forward(rgb.slice(0, y, y + 64).slice(1, x, x + 64),
+                                                       dct.slice(0, y, y + 64).slice(1, x, x + 64), ones_table()));
+  auto blend = [&](const std::vector<std::pair<int64_t, int64_t>>& run) {
+    at::Tensor num = at::zeros({192, 192}, at::kDouble), den = at::zeros({192, 192}, at::kDouble);
+    for (const auto& [y, x] : run) {
+      at::Tensor w = at::zeros({64, 64}, at::kDouble);
+      for (int64_t i = 0; i < 64; ++i)
+        for (int64_t j = 0; j < 64; ++j) w[i][j] = test_weight(i, 64, y, 192) * test_weight(j, 64, x, 192);
+      num.slice(0, y, y + 64).slice(1, x, x + 64) += w * maps.at({y, x}).prob.to(at::kDouble);
+      den.slice(0, y, y + 64).slice(1, x, x + 64) += w;
+    }
+    return num / den;
+  };
+  std::vector<std::pair<int64_t, int64_t>> coarse, others;
+  for (int64_t y : origins)
+    for (int64_t x : origins) (y % 64 == 0 && x % 64 == 0 ? coarse : others).push_back({y, x});
+  ASSERT_EQ(coarse.size(), 9u);
+  const at::Tensor first = blend(coarse);
+  std::vector<double> peaks;
+  for (const auto& [y, x] : others) peaks.push_back(first.slice(0, y, y + 64).slice(1, x, x + 64).max().item<double>());
+  std::vector<double> sorted = peaks;
+  std::sort(sorted.begin(), sorted.end());
+  // The widest gap between neighbouring maxima (windows that share a coarse peak share its value).
+  size_t gap = 0;
+  for (size_t i = 0; i + 1 < sorted.size(); ++i)
+    if (sorted[i + 1] - sorted[i] > sorted[gap + 1] - sorted[gap]) gap = i;
+  ASSERT_GT(sorted[gap + 1] - sorted[gap], 1e-4) << "the test needs distinct coarse maxima";
+  const double level = 0.5 * (sorted[gap] + sorted[gap + 1]);
+  std::vector<std::pair<int64_t, int64_t>> run = coarse;
+  for (size_t i = 0; i < others.size(); ++i)
+    if (peaks[i] >= level) run.push_back(others[i]);
+  const int64_t cold = int64_t(coarse.size() + others.size() - run.size());
+  ASSERT_GT(cold, 0);
+  ASSERT_LT(cold, 16);
+  double score = 0;
+  for (const auto& yx : run) score = std::max(score, maps.at(yx).score);
+
+  PredictOptions opt;
+  opt.stride = 32;
+  opt.refine = level;
+  Prediction p = Predictor(load_weights(tiny_model().path), opt).predict_rgb(rgb, {}, "c2f");
+  EXPECT_EQ(p.num_windows, 25);
+  EXPECT_EQ(p.cold_windows, cold);
+  EXPECT_EQ(p.refine, level);
+  EXPECT_EQ(prediction_to_json(p)["refine"], level);
+  EXPECT_EQ(prediction_to_json(p)["cold_windows"], cold);
+  EXPECT_LT(testutil::max_abs_diff(p.prob, blend(run).to(at::kFloat)), 1e-5);
+  EXPECT_NEAR(p.window_max, score, 1e-5);
+  // Level 0 runs every window (the plain blend); without overlap or with max-merge there is nothing to refine.
+  opt.refine = 0;
+  Prediction all = Predictor(load_weights(tiny_model().path), opt).predict_rgb(rgb, {}, "all");
+  EXPECT_EQ(all.cold_windows, 0);
+  std::vector<std::pair<int64_t, int64_t>> every = coarse;
+  every.insert(every.end(), others.begin(), others.end());
+  EXPECT_LT(testutil::max_abs_diff(all.prob, blend(every).to(at::kFloat)), 1e-5);
+  opt.refine = 0.99;
+  opt.stride = 64;
+  Prediction s64 = Predictor(load_weights(tiny_model().path), opt).predict_rgb(rgb, {}, "s64");
+  EXPECT_EQ(s64.cold_windows, 0);
+  EXPECT_EQ(s64.refine, 0);
+  opt.stride = 32;
+  opt.merge = "max";
+  Prediction mx = Predictor(load_weights(tiny_model().path), opt).predict_rgb(rgb, {}, "max");
+  EXPECT_EQ(mx.cold_windows, 0);
+  EXPECT_EQ(mx.refine, 0);
+  // The default level is the pixel threshold.
+  opt = PredictOptions();
+  opt.stride = 32;
+  opt.threshold = level;
+  Prediction def = Predictor(load_weights(tiny_model().path), opt).predict_rgb(rgb, {}, "default");
+  EXPECT_EQ(def.refine, level);
+  EXPECT_EQ(def.cold_windows, cold);
+  for (double bad : {1.5, std::nan("")}) {
+    PredictOptions b;
+    b.refine = bad;
+    EXPECT_THROW(Predictor(load_weights(tiny_model().path), b), Error) << bad;
+  }
+}
+
 TEST(EvalPredict, BlankPageHasNoSeams) {
   // A white page: every window sees the same pixels. The model's output is not quite constant inside a
   // window (zero padding of the convolutions changes it near the window's edges), so max-merge shows a

@@ -65,6 +65,7 @@ class BlendMerger {
  public:
   BlendMerger(int64_t canvas_h, int64_t canvas_w);
   void add(const at::Tensor& window_prob, const WindowPos& pos);  // window_prob (R, R) float
+  at::Tensor current() const;  // the blend so far (a copy; 0 where no window reached); the merger goes on
   at::Tensor take();  // the blended (canvas_h, canvas_w) float map; once (the merger is spent after it)
  private:
   at::Tensor num_, den_;
@@ -158,6 +159,11 @@ struct PredictOptions {
   // score and the map on content pixels are the same; blank areas get p from the windows that overlap
   // them, else 0). false: every window runs.
   bool skip_blank = true;
+  // Coarse-to-fine (merge blend with overlap only): the windows on the non-overlapping grid (stride R)
+  // run first; each other window runs only when that map reaches the level somewhere inside it, so the
+  // overlap is spent where something was found (docs/eval.md). < 0: the level is `threshold` (chosen by
+  // measurement); 0: every window runs; at most 1.
+  double refine = -1;
 };
 
 struct PredictTimings {
@@ -183,6 +189,8 @@ struct Prediction {
   int64_t jpeg_quality = -1;       // estimated IJG quality of the table used (-1: none, all-ones table)
   int64_t window = 0, stride = 0, num_windows = 0;
   int64_t skipped_windows = 0;     // of num_windows, not run: no content block (PredictOptions::skip_blank)
+  int64_t cold_windows = 0;        // of num_windows, not run: the coarse map stayed below PredictOptions::refine
+  double refine = 0;               // Predictor::refine()
   std::string precision;           // "f32" | "bf16": what the model ran in
   std::string merge;               // "blend" | "max"
   std::vector<std::string> warnings;  // recoverable problems of the input file (e.g. stray JPEG bytes)
@@ -190,7 +198,7 @@ struct Prediction {
 };
 
 // The JSON record of one prediction: file, (for pages of PDF/TIFF files: page, page_source), width, height, image_score, score_kind, decision, page_threshold, threshold,
-// regions, page_stats, window_max, dct_source, jpeg_quality, window, stride, merge, precision, num_windows, skipped_windows, warnings,
+// regions, page_stats, window_max, dct_source, jpeg_quality, window, stride, merge, precision, refine, num_windows, skipped_windows, cold_windows, warnings,
 // timings_ms {decode, dct, model, total}. A file name that is not UTF-8 is written with U+FFFD for each
 // bad byte, plus "file_hex": the name's exact bytes in hex.
 nlohmann::json prediction_to_json(const Prediction& p);
@@ -246,6 +254,8 @@ class Predictor {
   const PredictOptions& options() const;
   int64_t window() const;
   int64_t stride() const;          // the stride in use (options().stride, or its default)
+  // The coarse-to-fine level in use: with blend and overlap, options().refine (< 0: options().threshold); else 0.
+  double refine() const;
   // The decision threshold in use: options().page_threshold when >= 0, else the calibration's threshold
   // when the page score is calibrated, else 0.5.
   double page_threshold() const;

@@ -54,6 +54,8 @@ void BlendMerger::add(const at::Tensor& window_prob, const WindowPos& pos) {
   den_.slice(0, pos.y, pos.y + h).slice(1, pos.x, pos.x + w).add_(weight);
 }
 
+at::Tensor BlendMerger::current() const { return num_ / den_.clamp_min(1e-30f); }
+
 at::Tensor BlendMerger::take() {
   // In place (a page-sized map is large): num / den, and 0 where no window reached (den = 0, num = 0).
   at::Tensor out = std::move(num_);

@@ -194,6 +194,7 @@ Predictor::Predictor(LoadedModel model, PredictOptions options) : impl_(std::mak
   impl_->stride = o.stride > 0 ? o.stride : default_stride(impl_->window, o.merge);
   window_origins(impl_->window, impl_->window, impl_->stride);  // validates window and stride
   if (o.batch < 1) throw Error("batch", "must be >= 1");
+  if (!(o.refine <= 1)) throw Error("refine", "must be at most 1 (0: every window runs; < 0: the pixel threshold)");
   if (o.dct_source != "auto" && o.dct_source != "file" && o.dct_source != "pixels")
     throw Error("dct_source", "expected auto, file or pixels, got '" + o.dct_source + "'");
   if (!(o.threshold >= 0 && o.threshold < 1)) throw Error("threshold", "must be in [0, 1)");
@@ -220,6 +221,10 @@ Predictor& Predictor::operator=(Predictor&&) noexcept = default;
 const PredictOptions& Predictor::options() const { return impl_->opt; }
 int64_t Predictor::window() const { return impl_->window; }
 int64_t Predictor::stride() const { return impl_->stride; }
+double Predictor::refine() const {
+  const PredictOptions& o = impl_->opt;
+  return o.merge == "blend" && impl_->stride < impl_->window ? (o.refine < 0 ? o.threshold : o.refine) : 0.0;
+}
 double Predictor::page_threshold() const { return impl_->page_threshold; }
 const at::Device& Predictor::device() const { return impl_->device; }
 const std::string& Predictor::precision() const { return impl_->precision; }
@@ -370,28 +375,64 @@ Prediction Predictor::predict_rgb(const at::Tensor& rgb, const std::vector<uint8
   // One canvas-sized accumulator: the max-merge canvas, or the blender's sums.
   at::Tensor merged = blend ? at::Tensor() : at::zeros({Hp, Wp}, at::kFloat);
   BlendMerger blender(blend ? Hp : 0, blend ? Wp : 0);
-  std::vector<double> window_cls(windows.size(), 0.0);
+  std::vector<double> window_cls;
   DiffNetImpl& model = *impl_->lm.model;
-  for (size_t b0 = 0; b0 < windows.size(); b0 += size_t(impl_->opt.batch)) {
-    size_t b1 = std::min(windows.size(), b0 + size_t(impl_->opt.batch));
-    std::vector<at::Tensor> rgbs, dcts;
-    for (size_t i = b0; i < b1; ++i) {
-      rgbs.push_back(canvas.slice(0, windows[i].y, windows[i].y + R).slice(1, windows[i].x, windows[i].x + R));
-      dcts.push_back(d.dct.slice(0, windows[i].y, windows[i].y + R).slice(1, windows[i].x, windows[i].x + R));
+  // Runs windows[from, to) in batches, merging their maps and appending their cls to window_cls.
+  auto run = [&](size_t from, size_t to) {
+    for (size_t b0 = from; b0 < to; b0 += size_t(impl_->opt.batch)) {
+      size_t b1 = std::min(to, b0 + size_t(impl_->opt.batch));
+      std::vector<at::Tensor> rgbs, dcts;
+      for (size_t i = b0; i < b1; ++i) {
+        rgbs.push_back(canvas.slice(0, windows[i].y, windows[i].y + R).slice(1, windows[i].x, windows[i].x + R));
+        dcts.push_back(d.dct.slice(0, windows[i].y, windows[i].y + R).slice(1, windows[i].x, windows[i].x + R));
+      }
+      const int64_t B = int64_t(b1 - b0);
+      const at::Device dev = impl_->device;
+      at::Tensor x = normalize_rgb(at::stack(rgbs).to(dev)).to(dtype);
+      at::Tensor qt = d.qt.view({1, 64}).expand({B, 64}).contiguous().to(dev);
+      DiffNetOutput out = model.forward(x, at::stack(dcts).to(dev), qt);
+      // Window maps are merged on the CPU.
+      at::Tensor prob = out.seg_logits.softmax(1).select(1, 1).to(at::kCPU, at::kFloat);
+      at::Tensor cls = out.cls_logits.softmax(1).select(1, 1).to(at::kCPU, at::kFloat);
+      for (int64_t i = 0; i < B; ++i) {
+        if (blend) blender.add(prob[i], windows[b0 + size_t(i)]);
+        else max_merge(merged, prob[i], windows[b0 + size_t(i)]);
+        window_cls.push_back(cls[i].item<double>());
+      }
     }
-    const int64_t B = int64_t(b1 - b0);
-    const at::Device dev = impl_->device;
-    at::Tensor x = normalize_rgb(at::stack(rgbs).to(dev)).to(dtype);
-    at::Tensor qt = d.qt.view({1, 64}).expand({B, 64}).contiguous().to(dev);
-    DiffNetOutput out = model.forward(x, at::stack(dcts).to(dev), qt);
-    // Window maps are merged on the CPU.
-    at::Tensor prob = out.seg_logits.softmax(1).select(1, 1).to(at::kCPU, at::kFloat);
-    at::Tensor cls = out.cls_logits.softmax(1).select(1, 1).to(at::kCPU, at::kFloat);
-    for (int64_t i = 0; i < B; ++i) {
-      if (blend) blender.add(prob[i], windows[b0 + size_t(i)]);
-      else max_merge(merged, prob[i], windows[b0 + size_t(i)]);
-      window_cls[b0 + size_t(i)] = cls[i].item<double>();
+  };
+  p.refine = refine();
+  if (p.refine > 0) {
+    // Coarse-to-fine: the windows of the stride-R grid first (a subset of the stride-S windows: both
+    // start at 0 and end at the border), then the others where that map reaches `refine`.
+    const std::vector<int64_t> ys = window_origins(Hp, R, R), xs = window_origins(Wp, R, R);
+    auto coarse = [&](const WindowPos& w) {
+      return std::binary_search(ys.begin(), ys.end(), w.y) && std::binary_search(xs.begin(), xs.end(), w.x);
+    };
+    std::vector<size_t> order(windows.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    auto mid = std::stable_partition(order.begin(), order.end(), [&](size_t i) { return coarse(windows[i]); });
+    std::vector<WindowPos> sorted;
+    std::vector<bool> sorted_content;
+    for (size_t i : order) sorted.push_back(windows[i]), sorted_content.push_back(content[i]);
+    const size_t num_coarse = size_t(mid - order.begin());
+    windows = std::move(sorted);
+    content = std::move(sorted_content);
+    run(0, num_coarse);
+    const at::Tensor first = blender.current();
+    std::vector<WindowPos> kept(windows.begin(), windows.begin() + long(num_coarse));
+    std::vector<bool> kept_content(content.begin(), content.begin() + long(num_coarse));
+    for (size_t i = num_coarse; i < windows.size(); ++i) {
+      const WindowPos& w = windows[i];
+      if (first.slice(0, w.y, w.y + R).slice(1, w.x, w.x + R).max().item<double>() >= p.refine)
+        kept.push_back(w), kept_content.push_back(content[i]);
     }
+    p.cold_windows = int64_t(windows.size() - kept.size());
+    windows = std::move(kept);
+    content = std::move(kept_content);
+    run(num_coarse, windows.size());
+  } else {
+    run(0, windows.size());
   }
   if (blend) merged = blender.take();
   const double t2 = now_seconds();
@@ -447,10 +488,12 @@ nlohmann::json prediction_to_json(const Prediction& p) {
   j["jpeg_quality"] = p.jpeg_quality;
   j["window"] = p.window;
   j["stride"] = p.stride;
+  j["refine"] = p.refine;
   j["merge"] = p.merge;
   j["precision"] = p.precision;
   j["num_windows"] = p.num_windows;
   j["skipped_windows"] = p.skipped_windows;
+  j["cold_windows"] = p.cold_windows;
   j["warnings"] = p.warnings;
   j["timings_ms"] = {{"decode", p.timings.decode_ms},
                      {"dct", p.timings.dct_ms},

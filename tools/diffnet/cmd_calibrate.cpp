@@ -34,6 +34,7 @@ struct Item {
   int label = 0;
   PageStats stats;
   int64_t window = 0, stride = 0;  // as recorded (0: unknown)
+  double refine = 0;                // coarse-to-fine level (PredictOptions::refine) as recorded
 };
 
 PageStats stats_from_json(const nlohmann::json& j) {
@@ -59,7 +60,8 @@ std::vector<Item> read_stats(const std::string& path) {
       nlohmann::json j = nlohmann::json::parse(line);
       // Our --stats-out records, or `diffnet eval --save-pred` records (which name the image by "file").
       items.push_back({j.value("id", j.value("file", std::to_string(line_no))), j.at("label").get<int>() ? 1 : 0,
-                       stats_from_json(j.at("page_stats")), j.value("window", int64_t(0)), j.value("stride", int64_t(0))});
+                       stats_from_json(j.at("page_stats")), j.value("window", int64_t(0)), j.value("stride", int64_t(0)),
+                       j.value("refine", 0.0)});
       if (j.value("merge", std::string("blend")) != "blend")
         throw Error(path + ":" + std::to_string(line_no), "statistics of a max-merged map: calibrate blended maps");
     } catch (const std::exception& e) {
@@ -83,10 +85,10 @@ std::vector<Item> run_model(const CalibrateCli& o, Predictor& predictor) {
   for (const DatasetItem& d : listed) {
     LoadedItem li = load_item(d);
     Prediction p = predictor.predict_rgb(li.rgb, li.image_bytes, li.id);
-    Item it{li.id, li.tampered() ? 1 : 0, p.page_stats, p.window, p.stride};
+    Item it{li.id, li.tampered() ? 1 : 0, p.page_stats, p.window, p.stride, p.refine};
     if (out) {
       *out << nlohmann::json{{"id", it.id}, {"label", it.label}, {"page_stats", page_stats_to_json(it.stats)},
-                             {"window", p.window}, {"stride", p.stride}, {"merge", p.merge}}
+                             {"window", p.window}, {"stride", p.stride}, {"refine", p.refine}, {"merge", p.merge}}
                   .dump()
            << "\n";
       out->flush();
@@ -111,10 +113,11 @@ void run(const CalibrateCli& o) {
   // The statistics depend on the window and stride they were computed with: record them (from the
   // stats records when they name them, else this run's settings).
   int64_t window = predictor.window(), stride = predictor.stride();
+  double refine = items.front().refine;
   if (items.front().window > 0) window = items.front().window, stride = items.front().stride;
   for (const Item& it : items)
-    if (it.window > 0 && (it.window != window || it.stride != stride))
-      throw Error(o.from_stats, "records computed with different windows/strides");
+    if ((it.window > 0 && (it.window != window || it.stride != stride)) || it.refine != refine)
+      throw Error(o.from_stats, "records computed with different windows/strides/refine levels");
 
   std::vector<int> y;
   for (const Item& it : items) y.push_back(it.label);
@@ -153,6 +156,7 @@ void run(const CalibrateCli& o) {
                     {"l2", o.l2},
                     {"window", window},
                     {"stride", stride},
+                    {"refine", refine},
                     {"merge", "blend"}};
     }
   }
@@ -217,6 +221,8 @@ void add_calibrate_command(CLI::App& app) {
   sub->add_option("--window", o->predict.window, "Window size R; default the weights' train_size");
   sub->add_option("--stride", o->predict.stride, "Window stride; default R/2");
   sub->add_option("--batch", o->predict.batch, "Windows per forward pass")->capture_default_str();
+  sub->add_option("--refine", o->predict.refine,
+                  "Coarse-to-fine: overlapping windows run only where the non-overlapping pass reaches this p (0: all run; default: the pixel threshold)");
   sub->add_flag("--json", o->json, "Print one JSON object");
   sub->add_flag("-q,--quiet", o->quiet, "No progress or per-statistic lines");
   sub->callback([o] { run(*o); });

@@ -45,6 +45,7 @@ void run(const EvalCli& o) {
   j["merge"] = popt.merge;
   j["score"] = popt.score;
   j["stride"] = predictor.stride();
+  j["refine"] = predictor.refine();
   j["window"] = predictor.window();
   j["calibrated"] = popt.score == "page" && predictor.model().calibration.has_value();
   if (o.json) std::printf("%s\n", j.dump().c_str());
@@ -73,6 +74,8 @@ void add_eval_command(CLI::App& app) {
       ->check(CLI::IsMember({"page", "window-max"}));
   sub->add_option("--reliability-png", o->reliability_png, "Write a reliability diagram of the image scores here");
   sub->add_option("--batch", o->predict.batch, "Windows per forward pass")->capture_default_str();
+  sub->add_option("--refine", o->predict.refine,
+                  "Coarse-to-fine: overlapping windows run only where the non-overlapping pass reaches this p (0: all run; default: the pixel threshold)");
   sub->add_flag("!--all-windows", o->predict.skip_blank,
                 "Run the windows without content too (by default they are skipped when the page score is calibrated)");
   sub->add_option("--page-threshold", o->predict.page_threshold,

@@ -103,7 +103,7 @@ void run_bench(Predictor& predictor, int runs) {
     for (int i = 0; i < runs; ++i) {
       Prediction p = predictor.predict_bytes(jpeg, pg.name);
       t.push_back(p.timings);
-      windows = p.num_windows - p.skipped_windows;
+      windows = p.num_windows - p.skipped_windows - p.cold_windows;
       planned = p.num_windows;
     }
     auto sorted = [&](double PredictTimings::*field) {
@@ -256,6 +256,8 @@ void add_predict_command(CLI::App& app) {
       ->check(CLI::IsMember({"page", "window-max"}))
       ->capture_default_str();
   sub->add_option("--batch", o->opt.batch, "Windows per forward pass")->capture_default_str();
+  sub->add_option("--refine", o->opt.refine,
+                  "Coarse-to-fine: overlapping windows run only where the non-overlapping pass reaches this p (0: all run; default: the pixel threshold)");
   sub->add_flag("!--all-windows", o->opt.skip_blank,
                 "Run the windows without content too (by default they are skipped when the page score is calibrated)");
   sub->add_option("--dct-source", o->opt.dct_source,
