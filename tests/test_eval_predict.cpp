@@ -347,8 +347,9 @@ TEST(EvalPredict, BlankWindowsAreSkippedWithoutChangingTheScore) {
 TEST(EvalPredict, CoarseToFineRunsOverlapWindowsOnlyWhereTheCoarseMapReachesTheLevel) {
   // 192 x 192, R 64, stride 32: origins 0, 32, ..., 128 on each axis (25 windows); the stride-64 grid
   // (origins 0, 64, 128: 9 windows) runs first. Reference computed here: every window's map by a direct
-  // forward pass, the coarse map and the final map blended in float64 with this file's weights; the
-  // level is set in the widest gap between the 16 other windows' coarse maxima, so some run and some not.
+  // forward pass, the coarse map and the final map blended in float64 with this file's weights, a window
+  // not run standing in with the blurred coarse map over its area; the level is set in the widest gap
+  // between the 16 other windows' coarse maxima, so some run and some not.
   at::Tensor rgb = test_image(192, 192, 57);
   at::Tensor dct = pixel_dct(rgb, ones_table());
   std::map<std::pair<int64_t, int64_t>, Direct> maps;
@@ -357,13 +358,36 @@ TEST(EvalPredict, CoarseToFineRunsOverlapWindowsOnlyWhereTheCoarseMapReachesTheL
     for (int64_t x : origins)
       maps.emplace(std::make_pair(y, x), direct_forward(rgb.slice(0, y, y + 64).slice(1, x, x + 64),
                                                        dct.slice(0, y, y + 64).slice(1, x, x + 64), ones_table()));
-  auto blend = [&](const std::vector<std::pair<int64_t, int64_t>>& run) {
+  // The coarse map blurred as documented: Gaussian, sigma R/32 = 2, taps |t| <= 6, edges repeated.
+  auto blurred = [](const at::Tensor& m) {
+    std::vector<double> k;
+    double sum = 0;
+    for (int t = -6; t <= 6; ++t) sum += k.emplace_back(std::exp(-t * t / 8.0));
+    auto a = m.accessor<double, 2>();
+    auto clamp = [](int64_t i) { return std::min<int64_t>(191, std::max<int64_t>(0, i)); };
+    at::Tensor rows = at::zeros({192, 192}, at::kDouble), out = at::zeros({192, 192}, at::kDouble);
+    auto r = rows.accessor<double, 2>();
+    auto o = out.accessor<double, 2>();
+    for (int64_t y = 0; y < 192; ++y)
+      for (int64_t x = 0; x < 192; ++x)
+        for (int t = -6; t <= 6; ++t) r[y][x] += k[size_t(t + 6)] / sum * a[y][clamp(x + t)];
+    for (int64_t y = 0; y < 192; ++y)
+      for (int64_t x = 0; x < 192; ++x)
+        for (int t = -6; t <= 6; ++t) o[y][x] += k[size_t(t + 6)] / sum * r[clamp(y + t)][x];
+    return out;
+  };
+  // Blend of the windows `run` plus each of `stand_in` with `smooth` (the blurred coarse map) as its map.
+  using Origins = std::vector<std::pair<int64_t, int64_t>>;
+  auto blend = [&](const Origins& run, const Origins& stand_in = {}, const at::Tensor& smooth = {}) {
     at::Tensor num = at::zeros({192, 192}, at::kDouble), den = at::zeros({192, 192}, at::kDouble);
-    for (const auto& [y, x] : run) {
+    for (size_t k = 0; k < run.size() + stand_in.size(); ++k) {
+      const auto [y, x] = k < run.size() ? run[k] : stand_in[k - run.size()];
       at::Tensor w = at::zeros({64, 64}, at::kDouble);
       for (int64_t i = 0; i < 64; ++i)
         for (int64_t j = 0; j < 64; ++j) w[i][j] = test_weight(i, 64, y, 192) * test_weight(j, 64, x, 192);
-      num.slice(0, y, y + 64).slice(1, x, x + 64) += w * maps.at({y, x}).prob.to(at::kDouble);
+      at::Tensor value = k < run.size() ? maps.at({y, x}).prob.to(at::kDouble)
+                                        : smooth.slice(0, y, y + 64).slice(1, x, x + 64);
+      num.slice(0, y, y + 64).slice(1, x, x + 64) += w * value;
       den.slice(0, y, y + 64).slice(1, x, x + 64) += w;
     }
     return num / den;
@@ -383,9 +407,8 @@ TEST(EvalPredict, CoarseToFineRunsOverlapWindowsOnlyWhereTheCoarseMapReachesTheL
     if (sorted[i + 1] - sorted[i] > sorted[gap + 1] - sorted[gap]) gap = i;
   ASSERT_GT(sorted[gap + 1] - sorted[gap], 1e-4) << "the test needs distinct coarse maxima";
   const double level = 0.5 * (sorted[gap] + sorted[gap + 1]);
-  std::vector<std::pair<int64_t, int64_t>> run = coarse;
-  for (size_t i = 0; i < others.size(); ++i)
-    if (peaks[i] >= level) run.push_back(others[i]);
+  std::vector<std::pair<int64_t, int64_t>> run = coarse, stand_in;
+  for (size_t i = 0; i < others.size(); ++i) (peaks[i] >= level ? run : stand_in).push_back(others[i]);
   const int64_t cold = int64_t(coarse.size() + others.size() - run.size());
   ASSERT_GT(cold, 0);
   ASSERT_LT(cold, 16);
@@ -401,7 +424,7 @@ TEST(EvalPredict, CoarseToFineRunsOverlapWindowsOnlyWhereTheCoarseMapReachesTheL
   EXPECT_EQ(p.refine, level);
   EXPECT_EQ(prediction_to_json(p)["refine"], level);
   EXPECT_EQ(prediction_to_json(p)["cold_windows"], cold);
-  EXPECT_LT(testutil::max_abs_diff(p.prob, blend(run).to(at::kFloat)), 1e-5);
+  EXPECT_LT(testutil::max_abs_diff(p.prob, blend(run, stand_in, blurred(first)).to(at::kFloat)), 1e-5);
   EXPECT_NEAR(p.window_max, score, 1e-5);
   // Level 0 runs every window (the plain blend); without overlap or with max-merge there is nothing to refine.
   opt.refine = 0;
@@ -410,8 +433,34 @@ TEST(EvalPredict, CoarseToFineRunsOverlapWindowsOnlyWhereTheCoarseMapReachesTheL
   std::vector<std::pair<int64_t, int64_t>> every = coarse;
   every.insert(every.end(), others.begin(), others.end());
   EXPECT_LT(testutil::max_abs_diff(all.prob, blend(every).to(at::kFloat)), 1e-5);
-  opt.refine = 0.99;
+  // No seams: with every overlapping window cold (level 1), the steps where coarse windows meet (rows and
+  // columns 63|64, 127|128) are far smaller than in the coarse map alone (stride 64: no overlap).
+  auto border_step = [](const at::Tensor& m) {
+    double step = 0;
+    for (int64_t b : {63, 127})
+      step = std::max({step, (m[b + 1] - m[b]).abs().max().item<double>(),
+                       (m.select(1, b + 1) - m.select(1, b)).abs().max().item<double>()});
+    return step;
+  };
+  opt.refine = 1.0;
+  Prediction none = Predictor(load_weights(tiny_model().path), opt).predict_rgb(rgb, {}, "cold");
+  EXPECT_EQ(none.cold_windows, 16);
+  opt.refine = 0;
   opt.stride = 64;
+  Prediction coarse_only = Predictor(load_weights(tiny_model().path), opt).predict_rgb(rgb, {}, "coarse");
+  ASSERT_GT(border_step(coarse_only.prob), 1e-3) << "the test needs window maps that differ where they meet";
+  EXPECT_LT(border_step(none.prob), 0.35 * border_step(coarse_only.prob));
+  // A stride that does not divide R (24): origins 0, 24, ..., 120 and 128 (7 a side, 49 windows); the
+  // coarse pass takes the farthest origin that leaves no gap: 0, 48, 96, 128 (16 windows), so at level 1
+  // the other 33 are cold, and every pixel is still covered (the map is nowhere 0).
+  opt.refine = 1.0;
+  opt.stride = 24;
+  Prediction s24 = Predictor(load_weights(tiny_model().path), opt).predict_rgb(rgb, {}, "s24");
+  EXPECT_EQ(s24.num_windows, 49);
+  EXPECT_EQ(s24.cold_windows, 33);
+  EXPECT_GT(s24.prob.min().item<double>(), 0.0);
+  opt.stride = 64;
+  opt.refine = 0.99;
   Prediction s64 = Predictor(load_weights(tiny_model().path), opt).predict_rgb(rgb, {}, "s64");
   EXPECT_EQ(s64.cold_windows, 0);
   EXPECT_EQ(s64.refine, 0);

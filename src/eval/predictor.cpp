@@ -295,6 +295,34 @@ DctInput make_dct(const at::Tensor& canvas, int64_t H, int64_t W, const std::vec
   return d;
 }
 
+// Separable Gaussian blur of a float (H, W) map: kernel exp(-t^2 / (2 sigma^2)) over |t| <= ceil(3 sigma),
+// normalised; the map's edge pixels are repeated outwards.
+at::Tensor blur_map(const at::Tensor& map, double sigma) {
+  const int64_t r = std::max<int64_t>(1, int64_t(std::ceil(3 * sigma)));
+  at::Tensor t = at::arange(-r, r + 1, at::kDouble);
+  at::Tensor k = (t * t / (-2 * sigma * sigma)).exp();
+  k = (k / k.sum()).to(at::kFloat);
+  at::Tensor x = at::replication_pad2d(map.unsqueeze(0).unsqueeze(0), {r, r, r, r});
+  x = at::conv2d(x, k.view({1, 1, 1, 2 * r + 1}));
+  x = at::conv2d(x, k.view({1, 1, 2 * r + 1, 1}));
+  return x.view({map.size(0), map.size(1)});
+}
+
+// The coarse pass's origins on one axis: from the planned `origins` (ascending, the first 0, the last ending
+// at the border), greedily the farthest one that leaves no gap after the previous window of size R. For
+// a stride that divides R: 0, R, 2R, ... and the last one.
+std::vector<int64_t> covering_origins(const std::vector<int64_t>& origins, int64_t R) {
+  std::vector<int64_t> out = {origins.front()};
+  size_t i = 0;
+  while (i + 1 < origins.size()) {
+    size_t j = i + 1;
+    while (j + 1 < origins.size() && origins[j + 1] <= origins[i] + R) ++j;
+    out.push_back(origins[j]);
+    i = j;
+  }
+  return out;
+}
+
 // Whether the window at w (size R) holds a content block; blocks: content_blocks of the canvas.
 bool window_has_content(const at::Tensor& blocks, const WindowPos& w, int64_t R) {
   return blocks.slice(0, w.y / 8, (w.y + R) / 8).slice(1, w.x / 8, (w.x + R) / 8).any().item<bool>();
@@ -403,9 +431,13 @@ Prediction Predictor::predict_rgb(const at::Tensor& rgb, const std::vector<uint8
   };
   p.refine = refine();
   if (p.refine > 0) {
-    // Coarse-to-fine: the windows of the stride-R grid first (a subset of the stride-S windows: both
-    // start at 0 and end at the border), then the others where that map reaches `refine`.
-    const std::vector<int64_t> ys = window_origins(Hp, R, R), xs = window_origins(Wp, R, R);
+    // Coarse-to-fine: a subset of the windows that covers the canvas first (the stride-R grid when S
+    // divides R), then the others where that map reaches `refine`. A window not
+    // run is stood in for by the coarse map blurred (Gaussian, sigma R/32) over its area, blended with
+    // its usual weight: the steps where coarse windows meet become ramps (no seams), and a cold area
+    // stays below the level.
+    const std::vector<int64_t> ys = covering_origins(window_origins(Hp, R, S), R),
+                               xs = covering_origins(window_origins(Wp, R, S), R);
     auto coarse = [&](const WindowPos& w) {
       return std::binary_search(ys.begin(), ys.end(), w.y) && std::binary_search(xs.begin(), xs.end(), w.x);
     };
@@ -422,15 +454,22 @@ Prediction Predictor::predict_rgb(const at::Tensor& rgb, const std::vector<uint8
     const at::Tensor first = blender.current();
     std::vector<WindowPos> kept(windows.begin(), windows.begin() + long(num_coarse));
     std::vector<bool> kept_content(content.begin(), content.begin() + long(num_coarse));
+    std::vector<WindowPos> stand_ins;
     for (size_t i = num_coarse; i < windows.size(); ++i) {
       const WindowPos& w = windows[i];
       if (first.slice(0, w.y, w.y + R).slice(1, w.x, w.x + R).max().item<double>() >= p.refine)
         kept.push_back(w), kept_content.push_back(content[i]);
+      else
+        stand_ins.push_back(w);
     }
-    p.cold_windows = int64_t(windows.size() - kept.size());
+    p.cold_windows = int64_t(stand_ins.size());
     windows = std::move(kept);
     content = std::move(kept_content);
     run(num_coarse, windows.size());
+    if (!stand_ins.empty()) {
+      const at::Tensor smooth = blur_map(first, double(R) / 32);
+      for (const WindowPos& w : stand_ins) blender.add(smooth.slice(0, w.y, w.y + R).slice(1, w.x, w.x + R), w);
+    }
   } else {
     run(0, windows.size());
   }
