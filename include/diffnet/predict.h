@@ -160,10 +160,10 @@ struct PredictOptions {
   // them, else 0). false: every window runs.
   bool skip_blank = true;
   // Coarse-to-fine (merge blend with overlap only): a subset of the windows that covers the canvas (the
-  // stride-R grid when the stride divides R) runs first; each other window runs only when that map reaches the level somewhere inside it, so the
-  // overlap is spent where something was found; one not run is stood in for by the coarse map blurred
-  // (no seams; docs/eval.md). < 0: the level is `threshold` (chosen by measurement); 0: every window
-  // runs; at most 1.
+  // stride-R grid when the stride divides R) runs first; each other window runs only when that map
+  // reaches the level somewhere inside it, so the overlap is spent where something was found; one not
+  // run is stood in for by the coarse map blurred (no seams; docs/eval.md). < 0: the level is
+  // `threshold` (chosen by measurement); 0: every window runs; at most 1.
   double refine = -1;
 };
 
