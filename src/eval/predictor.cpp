@@ -434,7 +434,7 @@ Prediction Predictor::predict_rgb(const at::Tensor& rgb, const std::vector<uint8
     // Coarse-to-fine: a subset of the windows that covers the canvas first (the stride-R grid when S
     // divides R), then the others where that map reaches `refine`. A window not run is stood in for by
     // the coarse map blurred (Gaussian, sigma R/32) over its area, blended with its usual weight: the
-    // steps where coarse windows meet become ramps (no seams), and a cold area stays below the level.
+    // steps where coarse windows meet become ramps (no seams).
     const std::vector<int64_t> ys = covering_origins(window_origins(Hp, R, S), R),
                                xs = covering_origins(window_origins(Wp, R, S), R);
     auto coarse = [&](const WindowPos& w) {
