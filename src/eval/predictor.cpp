@@ -440,30 +440,29 @@ Prediction Predictor::predict_rgb(const at::Tensor& rgb, const std::vector<uint8
     auto coarse = [&](const WindowPos& w) {
       return std::binary_search(ys.begin(), ys.end(), w.y) && std::binary_search(xs.begin(), xs.end(), w.x);
     };
-    std::vector<size_t> order(windows.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    auto mid = std::stable_partition(order.begin(), order.end(), [&](size_t i) { return coarse(windows[i]); });
-    std::vector<WindowPos> sorted;
-    std::vector<bool> sorted_content;
-    for (size_t i : order) sorted.push_back(windows[i]), sorted_content.push_back(content[i]);
-    const size_t num_coarse = size_t(mid - order.begin());
-    windows = std::move(sorted);
-    content = std::move(sorted_content);
+    // Windows and their content flags in run order: the coarse ones, then the others that turn out hot.
+    std::vector<WindowPos> others;
+    std::vector<bool> others_content;
+    const std::vector<WindowPos> planned = std::move(windows);
+    const std::vector<bool> planned_content = std::move(content);
+    windows.clear(), content.clear();
+    for (size_t i = 0; i < planned.size(); ++i) {
+      const bool in_first_pass = coarse(planned[i]);
+      (in_first_pass ? windows : others).push_back(planned[i]);
+      (in_first_pass ? content : others_content).push_back(planned_content[i]);
+    }
+    const size_t num_coarse = windows.size();
     run(0, num_coarse);
     const at::Tensor first = blender.current();
-    std::vector<WindowPos> kept(windows.begin(), windows.begin() + long(num_coarse));
-    std::vector<bool> kept_content(content.begin(), content.begin() + long(num_coarse));
     std::vector<WindowPos> stand_ins;
-    for (size_t i = num_coarse; i < windows.size(); ++i) {
-      const WindowPos& w = windows[i];
+    for (size_t i = 0; i < others.size(); ++i) {
+      const WindowPos& w = others[i];
       if (first.slice(0, w.y, w.y + R).slice(1, w.x, w.x + R).max().item<double>() >= p.refine)
-        kept.push_back(w), kept_content.push_back(content[i]);
+        windows.push_back(w), content.push_back(others_content[i]);
       else
         stand_ins.push_back(w);
     }
     p.cold_windows = int64_t(stand_ins.size());
-    windows = std::move(kept);
-    content = std::move(kept_content);
     run(num_coarse, windows.size());
     if (!stand_ins.empty()) {
       const at::Tensor smooth = blur_map(first, double(R) / 32);

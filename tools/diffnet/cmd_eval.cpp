@@ -74,8 +74,7 @@ void add_eval_command(CLI::App& app) {
       ->check(CLI::IsMember({"page", "window-max"}));
   sub->add_option("--reliability-png", o->reliability_png, "Write a reliability diagram of the image scores here");
   sub->add_option("--batch", o->predict.batch, "Windows per forward pass")->capture_default_str();
-  sub->add_option("--refine", o->predict.refine,
-                  "Coarse-to-fine: overlapping windows run only where the non-overlapping pass reaches this p (0: all run; default: the pixel threshold)");
+  sub->add_option("--refine", o->predict.refine, kRefineHelp);
   sub->add_flag("!--all-windows", o->predict.skip_blank,
                 "Run the windows without content too (by default they are skipped when the page score is calibrated)");
   sub->add_option("--page-threshold", o->predict.page_threshold,

@@ -256,8 +256,7 @@ void add_predict_command(CLI::App& app) {
       ->check(CLI::IsMember({"page", "window-max"}))
       ->capture_default_str();
   sub->add_option("--batch", o->opt.batch, "Windows per forward pass")->capture_default_str();
-  sub->add_option("--refine", o->opt.refine,
-                  "Coarse-to-fine: overlapping windows run only where the non-overlapping pass reaches this p (0: all run; default: the pixel threshold)");
+  sub->add_option("--refine", o->opt.refine, kRefineHelp);
   sub->add_flag("!--all-windows", o->opt.skip_blank,
                 "Run the windows without content too (by default they are skipped when the page score is calibrated)");
   sub->add_option("--dct-source", o->opt.dct_source,

@@ -24,6 +24,11 @@ void add_train_command(CLI::App& app);
 inline constexpr const char* kPrecisionHelp =
     "f32 | bf16 | auto (on a CPU with native bf16, whichever a start-up timing finds faster; else f32)";
 
+// Help of --refine, the same for predict, eval, serve and calibrate.
+inline constexpr const char* kRefineHelp =
+    "Coarse-to-fine: overlapping windows run only where the first, covering pass reaches this p (0: all run; "
+    "default: the pixel threshold)";
+
 // Exit code the running sub-command wants (commands may set it, e.g. 1 for "tampered found" modes).
 int& exit_code();
 
