@@ -7,6 +7,9 @@
 #               not in this repository; default ../shared/data/receipts, where our machines keep it
 # OUT_DIR       default data/val (kept out of git; regenerate it with this script)
 # DIFFNET       default build/diffnet
+# PAGES_OPS, PAGES_OUTPUT (environment) make a variant: the edits' `synth --ops` and how the pages are
+#               saved (scripts/receipts.sh, make_pages); docs/eval.md uses one with typed insertions saved
+#               as JPEG q100
 #
 # For each half of the held-out receipts (data/splits/receipts-val-{fit,report}.txt) it writes
 # OUT_DIR/receipts-{fit,report}/ as an `images/ + masks/` dataset:

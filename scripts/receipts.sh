@@ -34,6 +34,9 @@ take() {
 # original bytes), r-N (each receipt re-saved once without an edit, through the edits' output pipeline),
 # e-N (two edited versions of each receipt), manifest.jsonl and manifest-resaved.jsonl. DIR is
 # .../receipts-NAME; the scratch folder .../.work-NAME beside it is removed at the end.
+# Environment (a variant of the set; the defaults make the documented one):
+#   PAGES_OPS     the edits' `synth --ops` (default text:2,insert:2,copy-move:1)
+#   PAGES_OUTPUT  how r-N and e-N are saved, as `synth` options (default --output-format mixed --q2 75-95)
 make_pages() {
   local src=$1 list=$2 dir=$3 seed=$4 diffnet=$5
   local name tmp
@@ -50,13 +53,16 @@ make_pages() {
     n=$((n + 1))
   done < "$list"
   # Untouched but re-saved once, same output pipeline as the edits below.
+  local output=${PAGES_OUTPUT:---output-format mixed --q2 75-95}
+  # shellcheck disable=SC2086  # $output is a list of options
   "$diffnet" synth --out "$tmp/resaved" --count "$n" --seed "$((seed + 50))" --sources "$tmp/src" \
-      --pristine-prob 1 --q1-prob 0 --output-format mixed --q2 75-95 --quiet >/dev/null
+      --pristine-prob 1 --q1-prob 0 $output --quiet >/dev/null
   take "$tmp/resaved" "$dir" r-
   mv "$tmp/resaved/manifest.jsonl" "$dir/manifest-resaved.jsonl"
+  # shellcheck disable=SC2086
   "$diffnet" synth --out "$tmp/synth" --count $((2 * n)) --seed "$seed" --sources "$tmp/src" \
-      --ops text:2,insert:2,copy-move:1 --max-edits 2 --pristine-prob 0 --q1-prob 0 \
-      --output-format mixed --q2 75-95 --quiet >/dev/null
+      --ops "${PAGES_OPS:-text:2,insert:2,copy-move:1}" --max-edits 2 --pristine-prob 0 --q1-prob 0 \
+      $output --quiet >/dev/null
   take "$tmp/synth" "$dir" e-
   mv "$tmp/synth/manifest.jsonl" "$dir/manifest.jsonl"
   rm -rf "$tmp"
