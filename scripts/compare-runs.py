@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""How sure is a page-AUC difference between two models? A bootstrap over receipts.
+
+For validation sets made by scripts/make-val.sh (pages named u-RECEIPT, r-ID and e-ID; the manifests
+name each page's source receipt), reads two models' `eval --save-pred` records of the same pages and
+prints, per set and pooled over all sets given: the page AUC of each model with a 95 % interval, and the
+paired difference B − A with its 95 % interval. Pages of one receipt (its untouched scan, re-saved copy
+and edits) are not independent, so the bootstrap resamples receipts, not pages, and applies the same
+resample to both models. The score is a raw page statistic from the records' `page_stats` (default
+`q999`, the one the shipped calibration uses; a monotone calibration does not change an AUC), or
+`image_score`.
+
+Usage: compare-runs.py [--stat q999] [--boot 2000] [--seed 0] [--json]
+                       --set DATA_DIR PRED_A PRED_B [--set DATA_DIR PRED_A PRED_B ...]
+PRED_A / PRED_B: a `--save-pred` directory (its predictions.jsonl) or a predictions.jsonl file.
+"""
+import argparse
+import json
+import os
+import random
+import sys
+
+
+def page_name(path):
+    return os.path.splitext(os.path.basename(path))[0]
+
+
+def receipts_of(data_dir):
+    """page name -> receipt id, from the set's manifests (edited, re-saved) and u-RECEIPT file names."""
+    out = {}
+    for manifest, prefix in (("manifest.jsonl", "e-"), ("manifest-resaved.jsonl", "r-")):
+        path = os.path.join(data_dir, manifest)
+        if not os.path.exists(path):
+            continue
+        for line in open(path):
+            if line.strip():
+                rec = json.loads(line)
+                out[prefix + rec["id"]] = page_name(rec["source"]["path"])
+    images = os.path.join(data_dir, "images")
+    for f in os.listdir(images) if os.path.isdir(images) else []:
+        if f.startswith("u-"):
+            out[page_name(f)] = page_name(f)[2:]
+    if not out:
+        sys.exit(f"compare-runs: {data_dir}: no manifest.jsonl, manifest-resaved.jsonl or images/u-* found")
+    return out
+
+
+def scores_of(pred, stat):
+    """page name -> (label, score) from an eval --save-pred directory or predictions.jsonl."""
+    path = os.path.join(pred, "predictions.jsonl") if os.path.isdir(pred) else pred
+    if not os.path.exists(path):
+        sys.exit(f"compare-runs: {path}: not found (eval --save-pred DIR writes DIR/predictions.jsonl)")
+    out = {}
+    for line in open(path):
+        if not line.strip():
+            continue
+        rec = json.loads(line)
+        if "label" not in rec:
+            sys.exit(f"compare-runs: {path}: records without 'label' (run eval with ground truth)")
+        score = rec["image_score"] if stat == "image_score" else rec.get("page_stats", {}).get(stat)
+        if score is None:
+            sys.exit(f"compare-runs: {path}: record {rec.get('file')} has no page statistic '{stat}'")
+        out[page_name(rec["file"])] = (int(rec["label"]), float(score))
+    return out
+
+
+def weighted_auc(pages, weights):
+    """AUC with page weights (a page drawn k times counts k times); ties count a half.
+    pages: [(label, score)] sorted by score; weights: same order. None when a class is empty."""
+    pos_total = sum(w for (y, _), w in zip(pages, weights) if y == 1)
+    neg_total = sum(w for (y, _), w in zip(pages, weights) if y == 0)
+    if pos_total == 0 or neg_total == 0:
+        return None
+    wins, neg_below, i = 0.0, 0.0, 0
+    while i < len(pages):  # one group of equal scores at a time
+        j, pos_here, neg_here = i, 0.0, 0.0
+        while j < len(pages) and pages[j][1] == pages[i][1]:
+            if pages[j][0] == 1:
+                pos_here += weights[j]
+            else:
+                neg_here += weights[j]
+            j += 1
+        wins += pos_here * (neg_below + 0.5 * neg_here)
+        neg_below += neg_here
+        i = j
+    return wins / (pos_total * neg_total)
+
+
+def percentile(values, q):
+    v = sorted(values)
+    k = (len(v) - 1) * q
+    lo = int(k)
+    hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (k - lo)
+
+
+def compare(pages, boot, rng):
+    """pages: [(receipt, label, score_a, score_b)]. Point AUCs, paired difference, 95 % intervals."""
+    receipts = sorted({p[0] for p in pages})
+    orders = []
+    for m in (2, 3):
+        order = sorted(range(len(pages)), key=lambda i: pages[i][m])
+        orders.append((order, [(pages[i][1], pages[i][m]) for i in order]))
+    point = [weighted_auc(ps, [1] * len(ps)) for _, ps in orders]
+    draws = []
+    for _ in range(boot):
+        count = dict.fromkeys(receipts, 0)
+        for _ in receipts:
+            count[rng.choice(receipts)] += 1
+        aucs = [weighted_auc(ps, [count[pages[i][0]] for i in order]) for order, ps in orders]
+        if None not in aucs:
+            draws.append(aucs)
+    if point[0] is None or point[1] is None:
+        sys.exit("compare-runs: a set needs both edited and untouched pages")
+    ci = lambda vals: [round(percentile(vals, 0.025), 4), round(percentile(vals, 0.975), 4)]
+    return {
+        "pages": len(pages), "receipts": len(receipts),
+        "auc_a": round(point[0], 4), "auc_a_ci95": ci([d[0] for d in draws]),
+        "auc_b": round(point[1], 4), "auc_b_ci95": ci([d[1] for d in draws]),
+        "diff": round(point[1] - point[0], 4), "diff_ci95": ci([d[1] - d[0] for d in draws]),
+        "b_better_share": round(sum(d[1] > d[0] for d in draws) / len(draws), 4),
+    }
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--set", nargs=3, action="append", required=True, metavar=("DATA_DIR", "PRED_A", "PRED_B"))
+    ap.add_argument("--stat", default="q999", help="page_stats key (q999, q99, cls_max, cls_mean) or image_score")
+    ap.add_argument("--boot", type=int, default=2000, help="bootstrap resamples (default 2000)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    args = ap.parse_args(argv)
+    if args.boot < 100:
+        ap.error("--boot must be at least 100")
+    rng = random.Random(args.seed)
+    rows, pooled = {}, []
+    for n, (data_dir, pred_a, pred_b) in enumerate(args.set):
+        rec = receipts_of(data_dir)
+        a, b = scores_of(pred_a, args.stat), scores_of(pred_b, args.stat)
+        if set(a) != set(b):
+            sys.exit(f"compare-runs: {pred_a} and {pred_b} hold different pages")
+        missing = sorted(set(a) - set(rec))
+        if missing:
+            sys.exit(f"compare-runs: {data_dir}: no receipt known for page {missing[0]}")
+        pages = []
+        for name in sorted(a):
+            if a[name][0] != b[name][0]:
+                sys.exit(f"compare-runs: page {name} has different labels in the two runs")
+            pages.append((rec[name], a[name][0], a[name][1], b[name][1]))
+        rows[f"{n}:{data_dir}"] = compare(pages, args.boot, rng)
+        pooled += pages  # the same receipt in two sets (e.g. two variants of one half) is one cluster
+    if len(args.set) > 1:
+        rows["pooled"] = compare(pooled, args.boot, rng)
+    if args.json:
+        print(json.dumps({"stat": args.stat, "boot": args.boot, "sets": rows}, indent=1))
+        return
+    print(f"page AUC of '{args.stat}', 95 % intervals from {args.boot} resamples of receipts")
+    print(f"{'set':34s} {'pages':>5s} {'rcpts':>5s}  {'A':>21s}  {'B':>21s}  {'B - A':>24s}  P(B>A)")
+    for name, r in rows.items():
+        fmt = lambda v, ci, sign="": f"{v:{sign}.3f} [{ci[0]:{sign}.3f}, {ci[1]:{sign}.3f}]"
+        print(f"{name[-34:]:34s} {r['pages']:5d} {r['receipts']:5d}  {fmt(r['auc_a'], r['auc_a_ci95'])}  "
+              f"{fmt(r['auc_b'], r['auc_b_ci95'])}  {fmt(r['diff'], r['diff_ci95'], '+')}  {r['b_better_share']:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""scripts/compare-runs.py against AUCs counted pair by pair here, and the receipt-level bootstrap
+checked on sets whose AUC cannot move when receipts are resampled (but would if pages were)."""
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(ROOT, "scripts", "compare-runs.py")
+spec = importlib.util.spec_from_file_location("compare_runs", SCRIPT)
+cr = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(cr)
+
+
+def pair_count_auc(pos, neg):
+    """The definition: share of (edited, untouched) pairs ranked right, ties a half."""
+    return sum((p > n) + 0.5 * (p == n) for p in pos for n in neg) / (len(pos) * len(neg))
+
+
+def write_set(root, receipts):
+    """A make-val.sh-like set: per receipt an untouched scan u-R, a re-saved copy r-ID and an edit e-ID."""
+    os.makedirs(os.path.join(root, "images"), exist_ok=True)
+    with open(os.path.join(root, "manifest.jsonl"), "w") as e, \
+         open(os.path.join(root, "manifest-resaved.jsonl"), "w") as r:
+        for i, rc in enumerate(receipts):
+            src = {"path": f"work/src/images/{rc}.jpg"}
+            e.write(json.dumps({"id": f"{i:08d}", "source": src}) + "\n")
+            r.write(json.dumps({"id": f"{i:08d}", "source": src}) + "\n")
+            open(os.path.join(root, "images", f"u-{rc}.jpg"), "w").close()
+
+
+def write_pred(path, scores):
+    with open(path, "w") as f:
+        for name, (label, s) in scores.items():
+            f.write(json.dumps({"file": f"x/{name}.jpg", "label": label, "image_score": 0.5,
+                                "page_stats": {"q999": s, "cls_max": 1 - s}}) + "\n")
+    return path
+
+
+def run(args):
+    p = subprocess.run([sys.executable, SCRIPT] + args, capture_output=True, text=True)
+    return p.returncode, p.stdout, p.stderr
+
+
+class WeightedAuc(unittest.TestCase):
+    def test_ties_and_weights(self):
+        pages = [(0, 0.1), (1, 0.2), (0, 0.2), (1, 0.5)]
+        # pos 0.2: beats 0.1, ties 0.2 -> 1.5; pos 0.5: beats both -> 2; 3.5 of 4 pairs.
+        self.assertAlmostEqual(cr.weighted_auc(pages, [1, 1, 1, 1]), 3.5 / 4)
+        # First untouched page drawn twice: pairs 2*3 = 6; pos 0.2: 2 + 0.5; pos 0.5: 3.
+        self.assertAlmostEqual(cr.weighted_auc(pages, [2, 1, 1, 1]), 5.5 / 6)
+        self.assertIsNone(cr.weighted_auc(pages, [1, 0, 1, 0]))  # no edited page drawn
+
+
+class CompareRuns(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.d = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def make(self, name, receipts, a, b):
+        data = os.path.join(self.d, name)
+        write_set(data, receipts)
+        return [data, write_pred(os.path.join(self.d, name + "-a.jsonl"), a),
+                write_pred(os.path.join(self.d, name + "-b.jsonl"), b)]
+
+    def scores(self, receipts, pattern):
+        """pattern(i) -> (untouched, re-saved, edited) scores of receipt i."""
+        out = {}
+        for i, rc in enumerate(receipts):
+            u, r, e = pattern(i)
+            out[f"u-{rc}"], out[f"r-{i:08d}"], out[f"e-{i:08d}"] = (0, u), (0, r), (1, e)
+        return out
+
+    def test_point_aucs_difference_and_pooling(self):
+        rc1, rc2 = ["11", "12", "13", "14"], ["21", "22", "23"]
+        a1 = self.scores(rc1, lambda i: (0.1 * i, 0.35, 0.2 + 0.1 * i))
+        b1 = self.scores(rc1, lambda i: (0.1, 0.2, 0.5 + 0.01 * i))  # perfect separation
+        a2 = self.scores(rc2, lambda i: (0.3, 0.1 * i, 0.25))
+        b2 = self.scores(rc2, lambda i: (0.3, 0.1 * i, 0.25))  # the same model on this set
+        args = ["--json", "--boot", "300", "--set"] + self.make("s1", rc1, a1, b1) + ["--set"] + self.make("s2", rc2, a2, b2)
+        code, out, err = run(args)
+        self.assertEqual(code, 0, err)
+        rows = json.loads(out)["sets"]
+        s1, s2, pooled = [rows[k] for k in sorted(rows, key=lambda k: (k == "pooled", k))]
+        split = lambda sc: ([s for y, s in sc.values() if y == 1], [s for y, s in sc.values() if y == 0])
+        self.assertAlmostEqual(s1["auc_a"], round(pair_count_auc(*split(a1)), 4))
+        self.assertEqual(s1["auc_b"], 1.0)
+        self.assertEqual(s1["auc_b_ci95"], [1.0, 1.0])
+        self.assertAlmostEqual(s1["diff"], round(1.0 - pair_count_auc(*split(a1)), 4))
+        self.assertEqual((s1["pages"], s1["receipts"]), (12, 4))
+        self.assertAlmostEqual(s2["auc_a"], round(pair_count_auc(*split(a2)), 4))
+        self.assertEqual(s2["diff"], 0.0)
+        self.assertEqual(s2["diff_ci95"], [0.0, 0.0])  # one resample for both models: identical scores
+        self.assertEqual(s2["b_better_share"], 0.0)
+        pa = [s for d in (a1, a2) for s in d.values()]
+        pb = [s for d in (b1, b2) for s in d.values()]
+        sp = lambda l: ([s for y, s in l if y == 1], [s for y, s in l if y == 0])
+        self.assertAlmostEqual(pooled["auc_a"], round(pair_count_auc(*sp(pa)), 4))
+        self.assertAlmostEqual(pooled["auc_b"], round(pair_count_auc(*sp(pb)), 4))
+        self.assertEqual((pooled["pages"], pooled["receipts"]), (21, 7))
+        for r in (s1, s2, pooled):
+            self.assertLessEqual(r["auc_a_ci95"][0], r["auc_a"])
+            self.assertGreaterEqual(r["auc_a_ci95"][1], r["auc_a"])
+
+    def test_resamples_receipts_not_pages(self):
+        # Every receipt alike: untouched 0.1 and 0.4, edit 0.3. Any multiset of receipts has AUC 0.5
+        # (each edit beats one untouched page of every receipt and loses to the other); resampling
+        # pages instead would move it (e.g. drawing the 0.1 pages more often).
+        rc = [str(100 + i) for i in range(8)]
+        a = self.scores(rc, lambda i: (0.1, 0.4, 0.3))
+        b = self.scores(rc, lambda i: (0.1, 0.2, 0.3 + 0.01 * i))
+        code, out, err = run(["--json", "--boot", "400", "--set"] + self.make("s", rc, a, b))
+        self.assertEqual(code, 0, err)
+        r = list(json.loads(out)["sets"].values())[0]
+        self.assertEqual(r["auc_a"], 0.5)
+        self.assertEqual(r["auc_a_ci95"], [0.5, 0.5])
+        self.assertEqual(r["auc_b"], 1.0)
+        self.assertEqual(r["diff_ci95"], [0.5, 0.5])
+        self.assertEqual(r["b_better_share"], 1.0)
+
+    def test_other_statistic_and_table(self):
+        rc = ["1", "2", "3"]
+        a = self.scores(rc, lambda i: (0.1, 0.2, 0.3))
+        code, out, err = run(["--stat", "cls_max", "--boot", "100", "--set"] + self.make("s", rc, a, a))
+        self.assertEqual(code, 0, err)
+        self.assertIn("page AUC of 'cls_max'", out)
+        self.assertIn("0.000 [0.000, 0.000]", out)  # cls_max = 1 - q999 here: every pair ranked wrong
+
+    def test_bad_input(self):
+        rc = ["1", "2"]
+        a = self.scores(rc, lambda i: (0.1, 0.2, 0.3))
+        b = dict(list(a.items())[:-1])
+        code, _, err = run(["--set"] + self.make("s", rc, a, b))
+        self.assertNotEqual(code, 0)
+        self.assertIn("different pages", err)
+        code, _, err = run(["--stat", "nope", "--set"] + self.make("t", rc, a, a))
+        self.assertNotEqual(code, 0)
+        self.assertIn("no page statistic 'nope'", err)
+        code, _, err = run(["--set", self.d, os.path.join(self.d, "missing"), os.path.join(self.d, "missing")])
+        self.assertNotEqual(code, 0)
+        self.assertIn("no manifest", err)
+
+
+if __name__ == "__main__":
+    unittest.main()
