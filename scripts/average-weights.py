@@ -85,10 +85,11 @@ def main(argv=None):
         if any(x < 0 for x in w) or sum(w) <= 0:
             fail("--weights must be non-negative with a positive sum")
     w = [x / sum(w) for x in w]
-    meta, tmpl = read(args.template or args.inputs[0])
-    ins = [read(p)[1] for p in args.inputs]
+    read_in = [read(p) for p in args.inputs]
+    meta, tmpl = read(args.template) if args.template else read_in[0]
+    ins = [t for _, t in read_in]
     out = {}
-    for name, (dtype, shape, _) in tmpl.items():
+    for name, (dtype, shape, data) in tmpl.items():
         parts = []
         for path, t in zip(args.inputs, ins):
             got = t.get(name, t.get("model." + name))
@@ -98,9 +99,9 @@ def main(argv=None):
                 fail(f"{path}: '{name}' has shape {list(got[1])}, the template {list(shape)}")
             parts.append(got)
         if dtype in FLOAT or dtype == "BF16":
-            acc = [0.0] * (len(tmpl[name][2]) // SIZE[dtype])
-            for wi, (d, _, data) in zip(w, parts):
-                vals = to_floats(d, data)
+            acc = [0.0] * (len(data) // SIZE[dtype])
+            for wi, (d, _, part) in zip(w, parts):
+                vals = to_floats(d, part)
                 if vals is None:
                     fail(f"'{name}' is {d} in one input and {dtype} in the template")
                 acc = [a + wi * v for a, v in zip(acc, vals)]

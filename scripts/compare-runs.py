@@ -102,6 +102,8 @@ def compare(pages, boot, rng):
         order = sorted(range(len(pages)), key=lambda i: pages[i][m])
         orders.append((order, [(pages[i][1], pages[i][m]) for i in order]))
     point = [weighted_auc(ps, [1] * len(ps)) for _, ps in orders]
+    if None in point:
+        sys.exit("compare-runs: a set needs both edited and untouched pages")
     draws = []
     for _ in range(boot):
         count = dict.fromkeys(receipts, 0)
@@ -110,8 +112,6 @@ def compare(pages, boot, rng):
         aucs = [weighted_auc(ps, [count[pages[i][0]] for i in order]) for order, ps in orders]
         if None not in aucs:
             draws.append(aucs)
-    if point[0] is None or point[1] is None:
-        sys.exit("compare-runs: a set needs both edited and untouched pages")
     ci = lambda vals: [round(percentile(vals, 0.025), 4), round(percentile(vals, 0.975), 4)]
     return {
         "pages": len(pages), "receipts": len(receipts),
