@@ -181,6 +181,16 @@ class Browser {
 
     st = await page.upload(path.join(dataDir, '..', '..', 'examples', '10-letter-tampered.jpg'));
     check(/^10-letter-tampered\.jpg: /.test(st.verdict) && st.regions > 0, 'the edited letter has its regions listed: ' + st.verdict);
+    // The page draws the crops when the image under the overlay has loaded, which can come after the
+    // verdict: wait (at most 5 s) until it has loaded and no crop canvas is still at the HTML default size
+    // of 300 x 150 (a drawn crop is at most 160 px), then measure.
+    for (let i = 0; i < 50; i++) {
+      const drawn = await page.eval(`(() => { const img = document.getElementById('original');
+        return img.complete && img.naturalWidth > 0 && Array.from(document.querySelectorAll('#regions tbody canvas'))
+          .every(c => !(c.width === 300 && c.height === 150)); })()`);
+      if (drawn) break;
+      await sleep(100);
+    }
     // Each crop: the region's box plus a margin of max(8, a quarter of its larger side), at most 160 px; at
     // full size (these are), every pixel away from the blue outline is the page's own at that place.
     const crops = await page.eval(`(() => {
