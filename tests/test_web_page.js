@@ -27,6 +27,15 @@ function check(ok, what) {
   if (!ok) failures++;
 }
 const sleep = (ms) => new Promise(r => setTimeout(r, ms));
+// Calls `probe` every 100 ms, at most `tries` times, until it returns something truthy; returns that, or
+// undefined when it never did.
+const pollUntil = async (probe, tries) => {
+  for (let i = 0; i < tries; i++) {
+    const v = await probe();
+    if (v) return v;
+    await sleep(100);
+  }
+};
 
 // The server on a free port, with the shipped weights (the examples' regions are known to be found).
 function startServer() {
@@ -102,12 +111,11 @@ class Browser {
         const { nodeId } = await s('DOM.querySelector', { nodeId: root.nodeId, selector: '#file' });
         await s('DOM.setFileInputFiles', { nodeId, files: [].concat(files) });
         await page.eval("document.getElementById('form').requestSubmit()");
-        for (let i = 0; i < 600; i++) {
+        const done = await pollUntil(async () => {
           const st = await page.state();
-          if (st.queue.length && st.queue.every(q => !/ - (waiting|checking)/.test(q)) && !st.verdict.endsWith(' ...')) return st;
-          await sleep(100);
-        }
-        return page.state();
+          return st.queue.length && st.queue.every(q => !/ - (waiting|checking)/.test(q)) && !st.verdict.endsWith(' ...') && st;
+        }, 600);
+        return done || page.state();
       },
       state: () => page.eval(`(() => {
         const $ = (id) => document.getElementById(id);
@@ -122,12 +130,11 @@ class Browser {
                  download: $('download').getAttribute('href') || '' };
       })()`),
     };
-    for (let i = 0; i < 100; i++) {  // wait for the page's script
+    await pollUntil(async () => {  // wait for the page's script
       try {
-        if (await page.eval("document.readyState === 'complete' && !!document.getElementById('form')")) break;
-      } catch (e) { /* navigating */ }
-      await sleep(100);
-    }
+        return await page.eval("document.readyState === 'complete' && !!document.getElementById('form')");
+      } catch (e) { return false; /* navigating */ }
+    }, 100);
     return page;
   }
   close() {
@@ -184,13 +191,9 @@ class Browser {
     // The page draws the crops when the image under the overlay has loaded, which can come after the
     // verdict: wait (at most 5 s) until it has loaded and no crop canvas is still at the HTML default size
     // of 300 x 150 (a drawn crop is at most 160 px), then measure.
-    for (let i = 0; i < 50; i++) {
-      const drawn = await page.eval(`(() => { const img = document.getElementById('original');
-        return img.complete && img.naturalWidth > 0 && Array.from(document.querySelectorAll('#regions tbody canvas'))
-          .every(c => !(c.width === 300 && c.height === 150)); })()`);
-      if (drawn) break;
-      await sleep(100);
-    }
+    await pollUntil(() => page.eval(`(() => { const img = document.getElementById('original');
+      return img.complete && img.naturalWidth > 0 && Array.from(document.querySelectorAll('#regions tbody canvas'))
+        .every(c => !(c.width === 300 && c.height === 150)); })()`), 50);
     // Each crop: the region's box plus a margin of max(8, a quarter of its larger side), at most 160 px; at
     // full size (these are), every pixel away from the blue outline is the page's own at that place.
     const crops = await page.eval(`(() => {
