@@ -45,6 +45,7 @@ Plan make_plan(const SynthOptions& opt) {
   prob(opt.q1_prob, "--q1-prob");
   prob(opt.pristine_prob, "--pristine-prob");
   prob(opt.conceal_prob, "--conceal-prob");
+  prob(opt.insert_overlay_prob, "--insert-overlay-prob");
   prob(opt.print_scan_prob, "--print-scan-prob");
   prob(opt.rendered_fraction, "--rendered-fraction");
   auto qrange = [](int lo, int hi, const char* name) {
@@ -70,6 +71,7 @@ Plan make_plan(const SynthOptions& opt) {
     r.shuffle(p.order);
   }
   p.edit.conceal_prob = opt.conceal_prob;
+  p.edit.insert_overlay_prob = opt.insert_overlay_prob;
   p.edit.fonts = p.fonts;
   return p;
 }

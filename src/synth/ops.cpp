@@ -549,33 +549,86 @@ bool text_op(EditState& st, const EditConfig& cfg, Rng& rng, nlohmann::json* rec
   return false;
 }
 
+// What someone types onto a scan with an image editor: a reference number, a name, one letter...
+std::string overlay_text(Rng& rng) {
+  switch (rng.randint(0, 5)) {
+    case 0: {
+      std::string s;
+      for (int i = 0; i < 7; ++i) s += static_cast<char>('0' + rng.randint(i == 0 ? 1 : 0, 9));
+      return s;
+    }
+    case 1: return content::person_name(rng);
+    case 2: return std::string(1, static_cast<char>('A' + rng.randint(0, 25)));
+    case 3: return content::reference(rng, "REF");
+    case 4: return content::date(rng);
+    default: return content::amount(rng, 1, 5000);
+  }
+}
+
+// The overlay style of insert_op: near-black (or dark blue) digital text in any catalogue family, bold
+// half the time, 0.9-2.2x the page's median word height (never blurred: see insert_op).
+void overlay_style(const Page& page, const EditConfig& cfg, Rng& rng, FontSpec* font, Color* color) {
+  std::vector<int> hs;
+  for (auto& w : page.words) hs.push_back(w.box.h());
+  std::nth_element(hs.begin(), hs.begin() + hs.size() / 2, hs.end());
+  font->family = rng.pick(cfg.fonts).family;
+  font->bold = rng.bernoulli(0.5);
+  font->italic = false;
+  font->size_px = std::max(8.0, (hs[hs.size() / 2] - 2) * 1.3 * rng.uniform(0.9, 2.2));
+  if (rng.bernoulli(0.8)) {
+    double g = static_cast<double>(rng.randint(0, 40));
+    *color = {g, g, g};
+  } else {
+    *color = {static_cast<double>(rng.randint(0, 30)), static_cast<double>(rng.randint(0, 40)),
+              static_cast<double>(rng.randint(90, 160))};
+  }
+}
+
+// New text on a blank area (no word within h/3, luma sd <= 6, mean >= 200). Two styles:
+// - page (default): the page's font and ink (or a catalogue family at 1.3x the median word height and
+//   the ink of a word), concealed (coverage blurred) with conceal_prob;
+// - overlay (share cfg.insert_overlay_prob): what someone types onto a scan with an image editor
+//   (overlay_style, overlay_text), sharp, and in the top fifth of the page half the time.
 bool insert_op(EditState& st, const EditConfig& cfg, Rng& rng, nlohmann::json* rec) {
   Page& page = st.page;
+  // Drawn only when enabled, so sets made without overlays keep their random stream.
+  const bool overlay = cfg.insert_overlay_prob > 0 && !page.words.empty() && rng.bernoulli(cfg.insert_overlay_prob);
   FontSpec font;
   Color color{30, 30, 30};
-  if (!page_font(page, &font, &color)) {
-    font.family = rng.pick(cfg.fonts).family;
-    std::vector<int> hs;
-    for (auto& w : page.words) hs.push_back(w.box.h());
-    if (hs.empty()) return false;
-    std::nth_element(hs.begin(), hs.begin() + hs.size() / 2, hs.end());
-    font.size_px = std::max(6.0, (hs[hs.size() / 2] - 2) * 1.3);
+  bool conceal = false, top = false;
+  double blur = 0;
+  std::string text;
+  if (overlay) {
+    overlay_style(page, cfg, rng, &font, &color);
+    top = rng.bernoulli(0.5);
+    text = overlay_text(rng);
+  } else {
+    if (!page_font(page, &font, &color)) {
+      font.family = rng.pick(cfg.fonts).family;
+      std::vector<int> hs;
+      for (auto& w : page.words) hs.push_back(w.box.h());
+      if (hs.empty()) return false;
+      std::nth_element(hs.begin(), hs.begin() + hs.size() / 2, hs.end());
+      font.size_px = std::max(6.0, (hs[hs.size() / 2] - 2) * 1.3);
+    }
+    if (page.degraded || page.words.empty() || !page.words[0].style.known) {
+      if (!page.words.empty()) color = ink_color(page.img, rng.pick(page.words).box);
+    }
+    conceal = rng.bernoulli(cfg.conceal_prob);
+    blur = conceal ? rng.uniform(0.2, 0.5) : 0.0;
+    text = new_field_text(rng);
   }
-  if (page.degraded || page.words.empty() || !page.words[0].style.known) {
-    if (!page.words.empty()) color = ink_color(page.img, rng.pick(page.words).box);
-  }
-  bool conceal = rng.bernoulli(cfg.conceal_prob);
-  double blur = conceal ? rng.uniform(0.2, 0.5) : 0.0;
-  std::string text = new_field_text(rng);
   Box rel;
   Raster alpha = text_engine().render_alpha(text, font, 0, 0, &rel);
   if (blur > 0) alpha = gaussian_blur(alpha, blur);
   Box cov0 = coverage_bbox(alpha, rel);
   if (cov0.empty() || cov0.w() + 16 > page.img.w || cov0.h() + 16 > page.img.h) return false;
   Raster g = luma(page.img);
+  const int y_lo = 8 - cov0.y0, y_hi = page.img.h - 8 - cov0.y1;
+  const int y_top = std::max(y_lo, std::min(y_hi, page.img.h / 5 - cov0.y1));  // bottom in the top fifth
   for (int attempt = 0; attempt < 120; ++attempt) {
     int dx = static_cast<int>(rng.randint(8 - cov0.x0, page.img.w - 8 - cov0.x1));
-    int dy = static_cast<int>(rng.randint(8 - cov0.y0, page.img.h - 8 - cov0.y1));
+    int dy = static_cast<int>(rng.randint(y_lo, top && attempt < 80 ? y_top : y_hi));
     Box cov = cov0.shift(dx, dy);
     Box zone = cov.expand(std::max(4, cov.h() / 3));
     if (!free_of(st, zone, 0)) continue;
@@ -593,7 +646,8 @@ bool insert_op(EditState& st, const EditConfig& cfg, Rng& rng, nlohmann::json* r
     composite(page.img, alpha, where, color);
     add_dilated_coverage(st.mask, alpha, where);
     st.taken.push_back(cov.expand(1));
-    *rec = {{"op", "insert"}, {"text_box", box_json(cov)}, {"new_text", text},
+    *rec = {{"op", "insert"}, {"style", overlay ? "overlay" : "page"}, {"text_box", box_json(cov)},
+            {"new_text", text},
             {"font", {{"family", font.family}, {"bold", font.bold}, {"size_px", font.size_px}}},
             {"color", color}, {"alpha_blur", blur}, {"concealed", conceal},
             {"mask_box", box_json(cov.expand(1).clip(page.img.w, page.img.h))}};

@@ -48,6 +48,7 @@ struct Page {
 
 struct EditConfig {
   double conceal_prob = 0.5;
+  double insert_overlay_prob = 0;  // share of insertions typed as an overlay (insert_op)
   std::vector<FontFace> fonts;  // families for text when the word's style is unknown
 };
 
