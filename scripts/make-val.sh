@@ -8,8 +8,8 @@
 # OUT_DIR       default data/val (kept out of git; regenerate it with this script)
 # DIFFNET       default build/diffnet
 # PAGES_OPS, PAGES_OUTPUT (environment) make a variant: the edits' `synth --ops` and how the pages are
-#               saved (scripts/receipts.sh, make_pages); docs/eval.md uses one with typed insertions saved
-#               as JPEG q100
+#               saved (scripts/receipts.sh, make_pages); docs/eval.md uses two, both saved as JPEG q100:
+#               typed insertions (PAGES_OPS=insert:1) and editor overlays (also --insert-overlay-prob 1)
 #
 # For each half of the held-out receipts (data/splits/receipts-val-{fit,report}.txt) it writes
 # OUT_DIR/receipts-{fit,report}/ as an `images/ + masks/` dataset:

@@ -565,16 +565,21 @@ std::string overlay_text(Rng& rng) {
   }
 }
 
-// The overlay style of insert_op: near-black (or dark blue) digital text in any catalogue family, bold
-// half the time, 0.9-2.2x the page's median word height (never blurred: see insert_op).
-void overlay_style(const Page& page, const EditConfig& cfg, Rng& rng, FontSpec* font, Color* color) {
+// The median height of the page's word boxes (the page must have words).
+int median_word_height(const Page& page) {
   std::vector<int> hs;
   for (auto& w : page.words) hs.push_back(w.box.h());
   std::nth_element(hs.begin(), hs.begin() + hs.size() / 2, hs.end());
+  return hs[hs.size() / 2];
+}
+
+// The overlay style of insert_op: near-black (or dark blue) digital text in any catalogue family, bold
+// half the time, 0.9-2.2x the page-style size (never blurred: see insert_op).
+void overlay_style(const Page& page, const EditConfig& cfg, Rng& rng, FontSpec* font, Color* color) {
   font->family = rng.pick(cfg.fonts).family;
   font->bold = rng.bernoulli(0.5);
   font->italic = false;
-  font->size_px = std::max(8.0, (hs[hs.size() / 2] - 2) * 1.3 * rng.uniform(0.9, 2.2));
+  font->size_px = std::max(8.0, (median_word_height(page) - 2) * 1.3 * rng.uniform(0.9, 2.2));
   if (rng.bernoulli(0.8)) {
     double g = static_cast<double>(rng.randint(0, 40));
     *color = {g, g, g};
@@ -605,11 +610,8 @@ bool insert_op(EditState& st, const EditConfig& cfg, Rng& rng, nlohmann::json* r
   } else {
     if (!page_font(page, &font, &color)) {
       font.family = rng.pick(cfg.fonts).family;
-      std::vector<int> hs;
-      for (auto& w : page.words) hs.push_back(w.box.h());
-      if (hs.empty()) return false;
-      std::nth_element(hs.begin(), hs.begin() + hs.size() / 2, hs.end());
-      font.size_px = std::max(6.0, (hs[hs.size() / 2] - 2) * 1.3);
+      if (page.words.empty()) return false;
+      font.size_px = std::max(6.0, (median_word_height(page) - 2) * 1.3);
     }
     if (page.degraded || page.words.empty() || !page.words[0].style.known) {
       if (!page.words.empty()) color = ink_color(page.img, rng.pick(page.words).box);
