@@ -283,6 +283,44 @@ TEST(EvalPredict, CalibrateSetsTheDecisionThresholdFromUntouchedPages) {
   EXPECT_NE(testutil::run_cli("calibrate -q --from-stats '" + dir + "/stats.jsonl' --weights '" + base + "' --false-alarm 1").exit_code, 0);
 }
 
+TEST(EvalPredict, CalibrateAutoChoosesOnlySizeInvariantStatistics) {
+  // Hand-made statistics of 4 untouched and 4 tampered pages. cls_max separates them perfectly (AUC 1),
+  // but it is a maximum over windows and grows with the page's size, so `auto` must not take it. AUCs by
+  // hand (pairs tampered > untouched, ties 1/2, of 16): q999 13/16 = 0.8125, cls_mean 9/16 = 0.5625,
+  // q99 8/16 = 0.5 (the same four values in both classes: 0 + 1.5 + 2.5 + 3.5 pairs, ties counted 1/2).
+  const std::string dir = testutil::temp_dir("calibrate-auto");
+  {
+    std::ofstream f(dir + "/stats.jsonl");
+    const std::vector<double> q999 = {0.2, 0.3, 0.5, 0.7, 0.4, 0.6, 0.8, 0.9};
+    const std::vector<double> q99 = {0.5, 0.6, 0.7, 0.8, 0.5, 0.6, 0.7, 0.8};
+    const std::vector<double> cls_max = {0.1, 0.2, 0.3, 0.4, 0.6, 0.7, 0.8, 0.9};
+    const std::vector<double> cls_mean = {0.1, 0.5, 0.6, 0.7, 0.2, 0.3, 0.65, 0.9};
+    for (size_t i = 0; i < 8; ++i)
+      f << nlohmann::json{{"label", i < 4 ? 0 : 1},
+                          {"page_stats", {{"q99", q99[i]}, {"q999", q999[i]}, {"cls_max", cls_max[i]}, {"cls_mean", cls_mean[i]}}}}
+               .dump()
+        << "\n";
+  }
+  const std::string base = calibrated_weights({{"statistic", "q999"}, {"a", 1.0}, {"b", 0.0}}, "auto-base");
+  testutil::CliResult r = testutil::run_cli("calibrate -q --json --from-stats '" + dir + "/stats.jsonl' --weights '" + base + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["calibration"]["statistic"], "q999");
+  EXPECT_NEAR(j["calibration"]["fit"]["auc"].get<double>(), 13.0 / 16, 1e-12);
+  std::map<std::string, double> auc;
+  for (const auto& c : j["candidates"]) auc[c["statistic"].get<std::string>()] = c["auc"].get<double>();
+  EXPECT_EQ(auc.size(), 3u);
+  EXPECT_EQ(auc.count("cls_max"), 0u);
+  EXPECT_NEAR(auc["q99"], 0.5, 1e-12);
+  EXPECT_NEAR(auc["cls_mean"], 9.0 / 16, 1e-12);
+  // Asked for by name, cls_max is still fitted and kept.
+  r = testutil::run_cli("calibrate -q --json --statistic cls_max --from-stats '" + dir + "/stats.jsonl' --weights '" + base + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["calibration"]["statistic"], "cls_max");
+  EXPECT_NEAR(j["calibration"]["fit"]["auc"].get<double>(), 1.0, 1e-12);
+}
+
 TEST(EvalPredict, PageScoreAndMapIgnoreWhiteMarginsAndTiling) {
   // A 128 x 128 page, the same page inside a white margin (offset a multiple of the stride, so the
   // windows over the page see the same pixels), and the page tiled 2 x 2. The calibration is steep

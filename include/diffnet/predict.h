@@ -94,6 +94,9 @@ struct PageStats {
 };
 // Names accepted by page_stat(): q99, q999, cls_max, cls_mean.
 const std::vector<std::string>& page_stat_names();
+// The ones that do not grow with the page's size (all but cls_max, a maximum over windows): what
+// `calibrate --statistic auto` chooses among.
+const std::vector<std::string>& size_invariant_page_stat_names();
 double page_stat(const PageStats& s, const std::string& name);  // Error for an unknown name
 nlohmann::json page_stats_to_json(const PageStats& s);
 

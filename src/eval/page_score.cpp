@@ -138,6 +138,11 @@ const std::vector<std::string>& page_stat_names() {
   return names;
 }
 
+const std::vector<std::string>& size_invariant_page_stat_names() {
+  static const std::vector<std::string> names = {"q99", "q999", "cls_mean"};
+  return names;
+}
+
 double page_stat(const PageStats& s, const std::string& name) {
   if (name == "q99") return s.q99;
   if (name == "q999") return s.q999;

@@ -125,8 +125,10 @@ void run(const CalibrateCli& o) {
   if (npos == 0 || nneg == 0) throw Error("calibrate", "the data needs both tampered and untouched pages");
   const std::vector<double> w = balanced_weights(y);
 
-  // Fit every statistic; report each one's AUC and balanced log loss on this (fit) set.
-  std::vector<std::string> names = o.statistic == "auto" ? page_stat_names() : std::vector<std::string>{o.statistic};
+  // Fit every candidate statistic; report each one's AUC and balanced log loss on this (fit) set. `auto`
+  // leaves out cls_max: a maximum over windows rises with the page's size, which the page score must not.
+  std::vector<std::string> names =
+      o.statistic == "auto" ? size_invariant_page_stat_names() : std::vector<std::string>{o.statistic};
   nlohmann::json table = nlohmann::json::array();
   std::string best;
   double best_auc = -1, best_loss = 1e300;
@@ -207,7 +209,7 @@ void add_calibrate_command(CLI::App& app) {
                   "Weights (.safetensors); default $DIFFNET_WEIGHTS or weights/diffnet-atto.safetensors");
   sub->add_option("-o,--out", o->out, "Write the weights with the calibration in their metadata here");
   sub->add_option("--stats-out", o->stats_out, "Write each page's label and raw statistics here (JSONL)");
-  sub->add_option("--statistic", o->statistic, "auto (best fit-set AUC) | q99 | q999 | cls_max | cls_mean")
+  sub->add_option("--statistic", o->statistic, "auto (best fit-set AUC of the size-invariant q99, q999, cls_mean) | q99 | q999 | cls_max | cls_mean")
       ->check(CLI::IsMember({"auto", "q99", "q999", "cls_max", "cls_mean"}))
       ->capture_default_str();
   sub->add_option("--transform", o->transform, "Feature: logit or identity of the statistic")
