@@ -10,6 +10,8 @@
 # PAGES_OPS, PAGES_OUTPUT (environment) make a variant: the edits' `synth --ops` and how the pages are
 #               saved (scripts/receipts.sh, make_pages); docs/eval.md uses two, both saved as JPEG q100:
 #               typed insertions (PAGES_OPS=insert:1) and editor overlays (also --insert-overlay-prob 1)
+# PAGES_SEEDS   (environment) the two halves' generator seeds, "FIT REPORT" (default "9101 9102"): other
+#               seeds give other edits of the same receipts (data/val-overlay2 uses "9201 9202")
 #
 # For each half of the held-out receipts (data/splits/receipts-val-{fit,report}.txt) it writes
 # OUT_DIR/receipts-{fit,report}/ as an `images/ + masks/` dataset:
@@ -35,5 +37,6 @@ DIFFNET=${3:-build/diffnet}
 [ -x "$DIFFNET" ] || { echo "make-val: $DIFFNET not found (run make build first)" >&2; exit 2; }
 [ -d "$SRC/images" ] || { echo "make-val: $SRC/images not found" >&2; exit 2; }
 
-make_pages "$SRC" data/splits/receipts-val-fit.txt "$OUT/receipts-fit" 9101 "$DIFFNET"
-make_pages "$SRC" data/splits/receipts-val-report.txt "$OUT/receipts-report" 9102 "$DIFFNET"
+read -r SEED_FIT SEED_REPORT <<< "${PAGES_SEEDS:-9101 9102}"
+make_pages "$SRC" data/splits/receipts-val-fit.txt "$OUT/receipts-fit" "$SEED_FIT" "$DIFFNET"
+make_pages "$SRC" data/splits/receipts-val-report.txt "$OUT/receipts-report" "$SEED_REPORT" "$DIFFNET"
