@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Per kind of overlay text (7-digit number, amount, date, name, one letter, reference): how many of a
+validation set's typed insertions each model marks (a predicted region overlaps the insertion's box, as
+scripts/eval-receipts.sh counts `edits_marked`), the median of the highest region peak inside the box,
+and, for comparison, the highest region peak on each untouched page (its strongest false alarm).
+
+    scripts/overlay-kinds.py --set DATA PRED_A PRED_B [--set ...] [--json]
+
+DATA is a make-val.sh set (manifest.jsonl with the edits); PRED_A/B hold `diffnet eval --save-pred`
+records (predictions.jsonl) of two models on it. docs/eval.md quotes its output for the overlay variants.
+"""
+import argparse
+import json
+import math
+import os
+import re
+import statistics
+
+KINDS = ["7-digit number", "amount", "date", "name", "one letter", "reference"]
+
+
+def text_kind(t):
+    """The overlay texts synth writes (docs/synth.md, "Overlay insertions")."""
+    if re.fullmatch(r"\d{7}", t):
+        return "7-digit number"
+    if re.fullmatch(r"[A-Za-z]", t):
+        return "one letter"
+    if t.startswith("REF"):
+        return "reference"
+    if re.fullmatch(r"[\d,]+\.\d\d", t):
+        return "amount"
+    if re.search(r"\d+[/.-]\d+[/.-]\d+", t):
+        return "date"
+    return "name"
+
+
+def peak_in_box(record, box):
+    """Highest peak of a region overlapping box = [x0, y0, x1, y1]; 0 when none (the edit is not marked)."""
+    x0, y0, x1, y1 = box
+    peaks = [g["peak"] for g in record.get("regions", [])
+             if g["bbox"][0] < x1 and g["bbox"][0] + g["bbox"][2] > x0 and g["bbox"][1] < y1 and g["bbox"][1] + g["bbox"][3] > y0]
+    return max(peaks, default=0.0)
+
+
+def load(pred):
+    return {os.path.basename(r["file"]).split(".")[0]: r for r in map(json.loads, open(os.path.join(pred, "predictions.jsonl")))}
+
+
+def measure(sets):
+    """sets: [(data, pred_a, pred_b)]. Returns per kind n, marked and peaks per model, and untouched peaks."""
+    kinds = {k: {"n": 0, "marked": [0, 0], "peaks": [[], []]} for k in KINDS}
+    untouched = [[], []]
+    for data, *preds in sets:
+        recs = [load(p) for p in preds]
+        for name, r in recs[0].items():
+            if r["label"] == 0:
+                for i in range(2):
+                    untouched[i].append(max((g["peak"] for g in recs[i][name].get("regions", [])), default=0.0))
+        for line in open(os.path.join(data, "manifest.jsonl")):
+            e = json.loads(line)
+            name = "e-" + e["id"]
+            if name not in recs[0]:
+                continue
+            for op in e["ops"]:
+                if op.get("op") != "insert":
+                    continue
+                k = kinds[text_kind(op["new_text"])]
+                k["n"] += 1
+                for i in range(2):
+                    p = peak_in_box(recs[i][name], op["mask_box"])
+                    k["marked"][i] += p > 0
+                    k["peaks"][i].append(p)
+    return kinds, untouched
+
+
+def pct(v, q):
+    """The q-quantile of v by the nearest-rank rule (0 for an empty list)."""
+    if not v:
+        return 0.0
+    s = sorted(v)
+    return s[min(len(s) - 1, max(0, math.ceil(q * len(s) - 1e-9) - 1))]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--set", nargs=3, action="append", required=True, metavar=("DATA", "PRED_A", "PRED_B"))
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    kinds, untouched = measure(a.set)
+    out = {"kinds": {k: {"n": v["n"], "marked": v["marked"],
+                         "median_peak": [statistics.median(p) if p else 0.0 for p in v["peaks"]]}
+                     for k, v in kinds.items() if v["n"]},
+           "untouched_pages": len(untouched[0]),
+           "untouched_highest_peak_median": [statistics.median(u) if u else 0.0 for u in untouched],
+           "untouched_highest_peak_p90": [pct(u, 0.9) for u in untouched]}
+    if a.json:
+        print(json.dumps(out))
+        return
+    print(f"{'overlay text':16} {'n':>4}  marked A / B   median peak in box A / B")
+    for k, v in out["kinds"].items():
+        print(f"{k:16} {v['n']:4}  {v['marked'][0]:6} / {v['marked'][1]:<6} {v['median_peak'][0]:.2f} / {v['median_peak'][1]:.2f}")
+    print(f"untouched pages ({out['untouched_pages']}): highest region peak, median "
+          f"{out['untouched_highest_peak_median'][0]:.2f} / {out['untouched_highest_peak_median'][1]:.2f}, "
+          f"90th percentile {out['untouched_highest_peak_p90'][0]:.2f} / {out['untouched_highest_peak_p90'][1]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""scripts/overlay-kinds.py on a hand-made set: text kinds, marked counts, peaks and medians by hand."""
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(ROOT, "scripts", "overlay-kinds.py")
+spec = importlib.util.spec_from_file_location("overlay_kinds", SCRIPT)
+ok = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(ok)
+
+
+def region(x, y, w, h, peak):
+    return {"bbox": [x, y, w, h], "peak": peak, "area": w * h, "mean": peak}
+
+
+class OverlayKinds(unittest.TestCase):
+    def test_text_kinds(self):
+        for text, kind in [("8061405", "7-digit number"), ("1,364.18", "amount"), ("13.83", "amount"),
+                           ("19/01/2019", "date"), ("2019-01-19", "date"), ("Erik Nguyen", "name"),
+                           ("K", "one letter"), ("REF-2022-83713", "reference"), ("12345678", "name")]:
+            self.assertEqual(ok.text_kind(text), kind, text)
+
+    def test_nearest_rank_percentile(self):
+        self.assertEqual(ok.pct(list(range(1, 11)), 0.9), 9)
+        self.assertEqual(ok.pct(list(range(1, 21)), 0.9), 18)
+        self.assertEqual(ok.pct([5.0], 0.9), 5.0)
+        self.assertEqual(ok.pct([], 0.9), 0.0)
+
+    def test_counts_and_peaks(self):
+        with tempfile.TemporaryDirectory() as d:
+            data, a, b = (os.path.join(d, n) for n in ("data", "a", "b"))
+            for p in (data, a, b):
+                os.makedirs(p)
+            edits = [{"id": "00000000", "ops": [
+                         {"op": "insert", "new_text": "1234567", "mask_box": [10, 10, 50, 30]},
+                         {"op": "insert", "new_text": "A", "mask_box": [100, 100, 110, 120]},
+                         {"op": "erase", "mask_box": [0, 0, 5, 5]}]},
+                     {"id": "00000001", "ops": [{"op": "insert", "new_text": "REF-2020-12345", "mask_box": [0, 200, 80, 220]}]}]
+            with open(os.path.join(data, "manifest.jsonl"), "w") as f:
+                f.write("".join(json.dumps(e) + "\n" for e in edits))
+            # Model A: marks the number (two regions touch it: 0.6 and 0.8) and the reference (touching
+            # only at its corner, 0.55); misses the letter; a region just right of the letter's box
+            # (x from 110) does not count. Model B: marks the letter (0.65) and the number (0.7) only.
+            recs_a = {"e-00000000": [region(0, 0, 15, 15, 0.6), region(40, 20, 30, 30, 0.8), region(110, 100, 10, 10, 0.9)],
+                      "e-00000001": [region(79, 219, 5, 5, 0.55)],
+                      "u-1": [region(0, 0, 5, 5, 0.5), region(50, 50, 5, 5, 0.65)], "r-00000000": []}
+            recs_b = {"e-00000000": [region(20, 15, 5, 5, 0.7), region(105, 105, 2, 2, 0.65)],
+                      "e-00000001": [],
+                      "u-1": [region(0, 0, 5, 5, 0.75)], "r-00000000": [region(1, 1, 1, 1, 0.52)]}
+            for path, recs in ((a, recs_a), (b, recs_b)):
+                with open(os.path.join(path, "predictions.jsonl"), "w") as f:
+                    for name, regions in recs.items():
+                        f.write(json.dumps({"file": f"x/{name}.jpg", "label": int(name.startswith("e-")),
+                                            "regions": regions}) + "\n")
+            out = json.loads(subprocess.run([sys.executable, SCRIPT, "--set", data, a, b, "--json"],
+                                            check=True, capture_output=True, text=True).stdout)
+            k = out["kinds"]
+            self.assertEqual(set(k), {"7-digit number", "one letter", "reference"})  # the erase is not an overlay
+            self.assertEqual(k["7-digit number"], {"n": 1, "marked": [1, 1], "median_peak": [0.8, 0.7]})
+            self.assertEqual(k["one letter"], {"n": 1, "marked": [0, 1], "median_peak": [0.0, 0.65]})
+            self.assertEqual(k["reference"], {"n": 1, "marked": [1, 0], "median_peak": [0.55, 0.0]})
+            self.assertEqual(out["untouched_pages"], 2)
+            self.assertEqual(out["untouched_highest_peak_median"], [(0.65 + 0.0) / 2, (0.75 + 0.52) / 2])
+
+
+if __name__ == "__main__":
+    unittest.main()
