@@ -43,7 +43,7 @@ def peak_in_box(record, box):
 
 
 def load(pred):
-    return {os.path.basename(r["file"]).split(".")[0]: r for r in map(json.loads, open(os.path.join(pred, "predictions.jsonl")))}
+    return {os.path.splitext(os.path.basename(r["file"]))[0]: r for r in map(json.loads, open(os.path.join(pred, "predictions.jsonl")))}
 
 
 def measure(sets):

@@ -209,8 +209,10 @@ void add_calibrate_command(CLI::App& app) {
                   "Weights (.safetensors); default $DIFFNET_WEIGHTS or weights/diffnet-atto.safetensors");
   sub->add_option("-o,--out", o->out, "Write the weights with the calibration in their metadata here");
   sub->add_option("--stats-out", o->stats_out, "Write each page's label and raw statistics here (JSONL)");
+  std::vector<std::string> statistics = {"auto"};
+  statistics.insert(statistics.end(), page_stat_names().begin(), page_stat_names().end());
   sub->add_option("--statistic", o->statistic, "auto (best fit-set AUC of the size-invariant q99, q999, cls_mean) | q99 | q999 | cls_max | cls_mean")
-      ->check(CLI::IsMember({"auto", "q99", "q999", "cls_max", "cls_mean"}))
+      ->check(CLI::IsMember(statistics))
       ->capture_default_str();
   sub->add_option("--transform", o->transform, "Feature: logit or identity of the statistic")
       ->check(CLI::IsMember({"logit", "identity"}))
