@@ -20,9 +20,7 @@ import os
 import random
 import sys
 
-
-def page_name(path):
-    return os.path.splitext(os.path.basename(path))[0]
+from valset import page_name, read_records, weighted_auc
 
 
 def receipts_of(data_dir):
@@ -47,43 +45,15 @@ def receipts_of(data_dir):
 
 def scores_of(pred, stat):
     """page name -> (label, score) from an eval --save-pred directory or predictions.jsonl."""
-    path = os.path.join(pred, "predictions.jsonl") if os.path.isdir(pred) else pred
-    if not os.path.exists(path):
-        sys.exit(f"compare-runs: {path}: not found (eval --save-pred DIR writes DIR/predictions.jsonl)")
     out = {}
-    for line in open(path):
-        if not line.strip():
-            continue
-        rec = json.loads(line)
+    for rec in read_records(pred, "compare-runs"):
         if "label" not in rec:
-            sys.exit(f"compare-runs: {path}: records without 'label' (run eval with ground truth)")
+            sys.exit(f"compare-runs: {pred}: records without 'label' (run eval with ground truth)")
         score = rec["image_score"] if stat == "image_score" else rec.get("page_stats", {}).get(stat)
         if score is None:
-            sys.exit(f"compare-runs: {path}: record {rec.get('file')} has no page statistic '{stat}'")
+            sys.exit(f"compare-runs: {pred}: record {rec.get('file')} has no page statistic '{stat}'")
         out[page_name(rec["file"])] = (int(rec["label"]), float(score))
     return out
-
-
-def weighted_auc(pages, weights):
-    """AUC with page weights (a page drawn k times counts k times); ties count a half.
-    pages: [(label, score)] sorted by score; weights: same order. None when a class is empty."""
-    pos_total = sum(w for (y, _), w in zip(pages, weights) if y == 1)
-    neg_total = sum(w for (y, _), w in zip(pages, weights) if y == 0)
-    if pos_total == 0 or neg_total == 0:
-        return None
-    wins, neg_below, i = 0.0, 0.0, 0
-    while i < len(pages):  # one group of equal scores at a time
-        j, pos_here, neg_here = i, 0.0, 0.0
-        while j < len(pages) and pages[j][1] == pages[i][1]:
-            if pages[j][0] == 1:
-                pos_here += weights[j]
-            else:
-                neg_here += weights[j]
-            j += 1
-        wins += pos_here * (neg_below + 0.5 * neg_here)
-        neg_below += neg_here
-        i = j
-    return wins / (pos_total * neg_total)
 
 
 def percentile(values, q):

@@ -34,20 +34,19 @@ fi
     --save-pred "$OUT/report" --reliability-png "$OUT/reliability.png" --json -q > "$OUT/report.json"
 python3 - "$OUT" <<'PY'
 import json, os, sys
+sys.path.insert(0, "scripts")
+from valset import auc, region_hits_box
 out = sys.argv[1]
 m = json.load(open(os.path.join(out, "report.json")))  # eval's metrics: AUC, flagged pages, pixels, Brier
 recs = [json.loads(l) for l in open(os.path.join(out, "report", "predictions.jsonl"))]
-def auc(pos, neg):
-    wins = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg)
-    return round(wins / (len(pos) * len(neg)), 4)
 def kind(r): return os.path.basename(r["file"])[0]  # u: untouched original, r: re-saved untouched, e: edited
 score = {k: [r["image_score"] for r in recs if kind(r) == k] for k in "ure"}
 summary = {
     "pages": m["num_images"],
     "auc_all": m["image_auc"],
     # What eval does not split: each kind of untouched page against the edited ones.
-    "auc_originals": auc(score["e"], score["u"]),
-    "auc_resaved": auc(score["e"], score["r"]),
+    "auc_originals": round(auc(score["e"], score["u"]), 4),
+    "auc_resaved": round(auc(score["e"], score["r"]), 4),
     "untouched_flagged": m["image_fp"], "untouched": m["image_fp"] + m["image_tn"],
     "edited_flagged": m["image_tp"], "edited": m["num_tampered"],
     "untouched_flagged_pixel_share": round(m["pristine_flagged_share"], 5),
@@ -62,8 +61,7 @@ for line in open("data/val/receipts-report/manifest.jsonl"):
     e = json.loads(line)
     regions = by_file.get("e-" + e["id"], {}).get("regions", [])
     for op in e["ops"]:
-        x0, y0, x1, y1 = op["mask_box"]
-        hit = any(bx < x1 and bx + bw > x0 and by < y1 and by + bh > y0 for bx, by, bw, bh in (g["bbox"] for g in regions))
+        hit = any(region_hits_box(g["bbox"], op["mask_box"]) for g in regions)
         n = marked.setdefault(op["op"], [0, 0])
         n[0] += hit
         n[1] += 1

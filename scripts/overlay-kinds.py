@@ -16,6 +16,8 @@ import os
 import re
 import statistics
 
+from valset import page_name, read_records, region_hits_box
+
 KINDS = ["7-digit number", "amount", "date", "name", "one letter", "reference"]
 
 
@@ -36,14 +38,12 @@ def text_kind(t):
 
 def peak_in_box(record, box):
     """Highest peak of a region overlapping box = [x0, y0, x1, y1]; 0 when none (the edit is not marked)."""
-    x0, y0, x1, y1 = box
-    peaks = [g["peak"] for g in record.get("regions", [])
-             if g["bbox"][0] < x1 and g["bbox"][0] + g["bbox"][2] > x0 and g["bbox"][1] < y1 and g["bbox"][1] + g["bbox"][3] > y0]
+    peaks = [g["peak"] for g in record.get("regions", []) if region_hits_box(g["bbox"], box)]
     return max(peaks, default=0.0)
 
 
 def load(pred):
-    return {os.path.splitext(os.path.basename(r["file"]))[0]: r for r in map(json.loads, open(os.path.join(pred, "predictions.jsonl")))}
+    return {page_name(r["file"]): r for r in read_records(pred, "overlay-kinds")}
 
 
 def measure(sets):

@@ -11,6 +11,7 @@ import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "scripts", "compare-runs.py")
+sys.path.insert(0, os.path.join(ROOT, "scripts"))  # the scripts import valset.py
 spec = importlib.util.spec_from_file_location("compare_runs", SCRIPT)
 cr = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(cr)

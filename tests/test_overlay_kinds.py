@@ -10,6 +10,7 @@ import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "scripts", "overlay-kinds.py")
+sys.path.insert(0, os.path.join(ROOT, "scripts"))  # the scripts import valset.py
 spec = importlib.util.spec_from_file_location("overlay_kinds", SCRIPT)
 ok = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(ok)

@@ -1,0 +1,57 @@
+"""What the validation scripts share: page names, `eval --save-pred` records, region-in-box, page AUC.
+
+Imported by scripts/compare-runs.py, scripts/overlay-kinds.py and scripts/eval-receipts.sh (which put
+this folder on sys.path); standard library only.
+"""
+import json
+import os
+import sys
+
+
+def page_name(path):
+    """`dir/e-00000003.jpg` -> `e-00000003`: how records and manifests name a page."""
+    return os.path.splitext(os.path.basename(path))[0]
+
+
+def read_records(pred, tool):
+    """The records of an `eval --save-pred` directory (its predictions.jsonl) or of a .jsonl file; exits
+    with a message naming `tool` when there is none."""
+    path = os.path.join(pred, "predictions.jsonl") if os.path.isdir(pred) else pred
+    if not os.path.exists(path):
+        sys.exit(f"{tool}: {path}: not found (eval --save-pred DIR writes DIR/predictions.jsonl)")
+    return [json.loads(line) for line in open(path) if line.strip()]
+
+
+def region_hits_box(bbox, box):
+    """Does a region's bbox [x, y, w, h] overlap box [x0, y0, x1, y1] (x1, y1 exclusive)?"""
+    bx, by, bw, bh = bbox
+    x0, y0, x1, y1 = box
+    return bx < x1 and bx + bw > x0 and by < y1 and by + bh > y0
+
+
+def weighted_auc(pages, weights):
+    """AUC with page weights (a page drawn k times counts k times); ties count a half.
+    pages: [(label, score)] sorted by score; weights: same order. None when a class is empty."""
+    pos_total = sum(w for (y, _), w in zip(pages, weights) if y == 1)
+    neg_total = sum(w for (y, _), w in zip(pages, weights) if y == 0)
+    if pos_total == 0 or neg_total == 0:
+        return None
+    wins, neg_below, i = 0.0, 0.0, 0
+    while i < len(pages):  # one group of equal scores at a time
+        j, pos_here, neg_here = i, 0.0, 0.0
+        while j < len(pages) and pages[j][1] == pages[i][1]:
+            if pages[j][0] == 1:
+                pos_here += weights[j]
+            else:
+                neg_here += weights[j]
+            j += 1
+        wins += pos_here * (neg_below + 0.5 * neg_here)
+        neg_below += neg_here
+        i = j
+    return wins / (pos_total * neg_total)
+
+
+def auc(pos, neg):
+    """AUC of positive scores against negative ones (ties a half); None when either list is empty."""
+    pages = sorted([(1, s) for s in pos] + [(0, s) for s in neg], key=lambda p: p[1])
+    return weighted_auc(pages, [1] * len(pages))
