@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Per kind of overlay text (7-digit number, amount, date, name, one letter, reference): how many of a
-validation set's typed insertions each model marks (a predicted region overlaps the insertion's box, as
+"""Per kind of overlay text (7-digit number, amount, date, name, one letter, reference), or per height
+of its box (`--by height`): how many of a validation set's typed insertions each model marks (a
+predicted region overlaps the insertion's box, as
 scripts/eval-receipts.sh counts `edits_marked`), the median of the highest region peak inside the box,
 and, for comparison, the highest region peak on each untouched page (its strongest false alarm).
 
-    scripts/overlay-kinds.py --set DATA PRED_A PRED_B [--set ...] [--json]
+    scripts/overlay-kinds.py --set DATA PRED_A PRED_B [--set ...] [--by kind|height] [--json]
 
 DATA is a make-val.sh set (manifest.jsonl with the edits); PRED_A/B hold `diffnet eval --save-pred`
 records (predictions.jsonl) of two models on it. docs/eval.md quotes its output for the overlay variants.
@@ -19,6 +20,13 @@ import statistics
 from valset import page_name, read_records, region_hits_box
 
 KINDS = ["7-digit number", "amount", "date", "name", "one letter", "reference"]
+HEIGHTS = ["< 30 px", "30-44 px", "45-64 px", ">= 65 px"]
+
+
+def height_group(box):
+    """The height bin of an insertion's box [x0, y0, x1, y1] (y1 exclusive)."""
+    h = box[3] - box[1]
+    return HEIGHTS[0] if h < 30 else HEIGHTS[1] if h < 45 else HEIGHTS[2] if h < 65 else HEIGHTS[3]
 
 
 def text_kind(t):
@@ -46,9 +54,10 @@ def load(pred):
     return {page_name(r["file"]): r for r in read_records(pred, "overlay-kinds")}
 
 
-def measure(sets):
-    """sets: [(data, pred_a, pred_b)]. Returns per kind n, marked and peaks per model, and untouched peaks."""
-    kinds = {k: {"n": 0, "marked": [0, 0], "peaks": [[], []]} for k in KINDS}
+def measure(sets, by="kind"):
+    """sets: [(data, pred_a, pred_b)]. Returns per group (kind of text, or box height with by="height") n,
+    marked and peaks per model, and the untouched pages' peaks."""
+    kinds = {k: {"n": 0, "marked": [0, 0], "peaks": [[], []]} for k in (HEIGHTS if by == "height" else KINDS)}
     untouched = [[], []]
     for data, *preds in sets:
         recs = [load(p) for p in preds]
@@ -64,7 +73,7 @@ def measure(sets):
             for op in e["ops"]:
                 if op.get("op") != "insert":
                     continue
-                k = kinds[text_kind(op["new_text"])]
+                k = kinds[height_group(op["mask_box"]) if by == "height" else text_kind(op["new_text"])]
                 k["n"] += 1
                 for i in range(2):
                     p = peak_in_box(recs[i][name], op["mask_box"])
@@ -84,9 +93,10 @@ def pct(v, q):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--set", nargs=3, action="append", required=True, metavar=("DATA", "PRED_A", "PRED_B"))
+    ap.add_argument("--by", choices=["kind", "height"], default="kind", help="group overlays by text kind or box height")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
-    kinds, untouched = measure(a.set)
+    kinds, untouched = measure(a.set, a.by)
     out = {"kinds": {k: {"n": v["n"], "marked": v["marked"],
                          "median_peak": [statistics.median(p) if p else 0.0 for p in v["peaks"]]}
                      for k, v in kinds.items() if v["n"]},
@@ -96,9 +106,9 @@ def main():
     if a.json:
         print(json.dumps(out))
         return
-    print(f"{'overlay text':16} {'n':>4}  marked A / B   median peak in box A / B")
+    print(f"{'overlay ' + ('text' if a.by == 'kind' else 'box height'):18} {'n':>4}  marked A / B   median peak in box A / B")
     for k, v in out["kinds"].items():
-        print(f"{k:16} {v['n']:4}  {v['marked'][0]:6} / {v['marked'][1]:<6} {v['median_peak'][0]:.2f} / {v['median_peak'][1]:.2f}")
+        print(f"{k:18} {v['n']:4}  {v['marked'][0]:6} / {v['marked'][1]:<6} {v['median_peak'][0]:.2f} / {v['median_peak'][1]:.2f}")
     print(f"untouched pages ({out['untouched_pages']}): highest region peak, median "
           f"{out['untouched_highest_peak_median'][0]:.2f} / {out['untouched_highest_peak_median'][1]:.2f}, "
           f"90th percentile {out['untouched_highest_peak_p90'][0]:.2f} / {out['untouched_highest_peak_p90'][1]:.2f}")

@@ -68,6 +68,18 @@ class OverlayKinds(unittest.TestCase):
             self.assertEqual(k["reference"], {"n": 1, "marked": [1, 0], "median_peak": [0.55, 0.0]})
             self.assertEqual(out["untouched_pages"], 2)
             self.assertEqual(out["untouched_highest_peak_median"], [(0.65 + 0.0) / 2, (0.75 + 0.52) / 2])
+            # By box height: the number and the letter are 20 px tall, the reference 20 px too (y 200-220).
+            by_h = json.loads(subprocess.run([sys.executable, SCRIPT, "--set", data, a, b, "--by", "height", "--json"],
+                                             check=True, capture_output=True, text=True).stdout)["kinds"]
+            self.assertEqual(set(by_h), {"< 30 px"})
+            self.assertEqual(by_h["< 30 px"]["n"], 3)
+            self.assertEqual(by_h["< 30 px"]["marked"], [2, 2])
+            self.assertEqual(by_h["< 30 px"]["median_peak"], [0.55, 0.65])  # A: 0.8, 0, 0.55; B: 0.7, 0.65, 0
+
+    def test_height_bins(self):
+        # Boxes are [x0, y0, x1, y1] with y1 exclusive: heights 29, 30, 44, 45, 64, 65.
+        self.assertEqual([ok.height_group([0, 10, 5, 10 + h]) for h in (29, 30, 44, 45, 64, 65)],
+                         ["< 30 px", "30-44 px", "30-44 px", "45-64 px", "45-64 px", ">= 65 px"])
 
 
 if __name__ == "__main__":
