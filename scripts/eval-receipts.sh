@@ -40,13 +40,16 @@ out = sys.argv[1]
 m = json.load(open(os.path.join(out, "report.json")))  # eval's metrics: AUC, flagged pages, pixels, Brier
 recs = [json.loads(l) for l in open(os.path.join(out, "report", "predictions.jsonl"))]
 def kind(r): return os.path.basename(r["file"])[0]  # u: untouched original, r: re-saved untouched, e: edited
+def auc4(pos, neg):
+    a = auc(pos, neg)  # None when a kind has no page
+    return None if a is None else round(a, 4)
 score = {k: [r["image_score"] for r in recs if kind(r) == k] for k in "ure"}
 summary = {
     "pages": m["num_images"],
     "auc_all": m["image_auc"],
     # What eval does not split: each kind of untouched page against the edited ones.
-    "auc_originals": round(auc(score["e"], score["u"]), 4),
-    "auc_resaved": round(auc(score["e"], score["r"]), 4),
+    "auc_originals": auc4(score["e"], score["u"]),
+    "auc_resaved": auc4(score["e"], score["r"]),
     "untouched_flagged": m["image_fp"], "untouched": m["image_fp"] + m["image_tn"],
     "edited_flagged": m["image_tp"], "edited": m["num_tampered"],
     "untouched_flagged_pixel_share": round(m["pristine_flagged_share"], 5),

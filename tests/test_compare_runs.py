@@ -56,6 +56,17 @@ class WeightedAuc(unittest.TestCase):
         self.assertAlmostEqual(cr.weighted_auc(pages, [2, 1, 1, 1]), 5.5 / 6)
         self.assertIsNone(cr.weighted_auc(pages, [1, 0, 1, 0]))  # no edited page drawn
 
+    def test_plain_auc_of_the_shared_module(self):
+        # valset.auc (eval-receipts.sh's per-kind AUCs) against the pair-by-pair definition, ties included.
+        import random
+        import valset
+        rng = random.Random(5)
+        for _ in range(20):
+            pos = [rng.choice([0.1, 0.2, 0.3, 0.4]) for _ in range(rng.randint(1, 9))]
+            neg = [rng.choice([0.1, 0.2, 0.3, 0.4]) for _ in range(rng.randint(1, 9))]
+            self.assertAlmostEqual(valset.auc(pos, neg), pair_count_auc(pos, neg))
+        self.assertIsNone(valset.auc([0.5], []))
+
 
 class CompareRuns(unittest.TestCase):
     def setUp(self):
