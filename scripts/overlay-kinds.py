@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Per kind of overlay text (7-digit number, amount, date, name, one letter, reference), or per height
 of its box (`--by height`): how many of a validation set's typed insertions each model marks (a
-predicted region overlaps the insertion's box, as
-scripts/eval-receipts.sh counts `edits_marked`), the median of the highest region peak inside the box,
-and, for comparison, the highest region peak on each untouched page (its strongest false alarm).
+predicted region overlaps the insertion's box, as scripts/eval-receipts.sh counts `edits_marked`), the
+median of the highest region peak inside the box, and, for comparison, the highest region peak on each
+untouched page (its strongest false alarm).
 
     scripts/overlay-kinds.py --set DATA PRED_A PRED_B [--set ...] [--by kind|height] [--json]
 
@@ -57,7 +57,7 @@ def load(pred):
 def measure(sets, by="kind"):
     """sets: [(data, pred_a, pred_b)]. Returns per group (kind of text, or box height with by="height") n,
     marked and peaks per model, and the untouched pages' peaks."""
-    kinds = {k: {"n": 0, "marked": [0, 0], "peaks": [[], []]} for k in (HEIGHTS if by == "height" else KINDS)}
+    groups = {k: {"n": 0, "marked": [0, 0], "peaks": [[], []]} for k in (HEIGHTS if by == "height" else KINDS)}
     untouched = [[], []]
     for data, *preds in sets:
         recs = [load(p) for p in preds]
@@ -73,13 +73,13 @@ def measure(sets, by="kind"):
             for op in e["ops"]:
                 if op.get("op") != "insert":
                     continue
-                k = kinds[height_group(op["mask_box"]) if by == "height" else text_kind(op["new_text"])]
+                k = groups[height_group(op["mask_box"]) if by == "height" else text_kind(op["new_text"])]
                 k["n"] += 1
                 for i in range(2):
                     p = peak_in_box(recs[i][name], op["mask_box"])
                     k["marked"][i] += p > 0
                     k["peaks"][i].append(p)
-    return kinds, untouched
+    return groups, untouched
 
 
 def pct(v, q):
@@ -96,10 +96,10 @@ def main():
     ap.add_argument("--by", choices=["kind", "height"], default="kind", help="group overlays by text kind or box height")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
-    kinds, untouched = measure(a.set, a.by)
+    groups, untouched = measure(a.set, a.by)
     out = {"kinds": {k: {"n": v["n"], "marked": v["marked"],
                          "median_peak": [statistics.median(p) if p else 0.0 for p in v["peaks"]]}
-                     for k, v in kinds.items() if v["n"]},
+                     for k, v in groups.items() if v["n"]},
            "untouched_pages": len(untouched[0]),
            "untouched_highest_peak_median": [statistics.median(u) if u else 0.0 for u in untouched],
            "untouched_highest_peak_p90": [pct(u, 0.9) for u in untouched]}

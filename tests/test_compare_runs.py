@@ -1,7 +1,6 @@
 #!/usr/bin/env python3
 """scripts/compare-runs.py against AUCs counted pair by pair here, and the receipt-level bootstrap
 checked on sets whose AUC cannot move when receipts are resampled (but would if pages were)."""
-import importlib.util
 import json
 import os
 import subprocess
@@ -9,12 +8,9 @@ import sys
 import tempfile
 import unittest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCRIPT = os.path.join(ROOT, "scripts", "compare-runs.py")
-sys.path.insert(0, os.path.join(ROOT, "scripts"))  # the scripts import valset.py
-spec = importlib.util.spec_from_file_location("compare_runs", SCRIPT)
-cr = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(cr)
+from script_module import load_script
+
+SCRIPT, cr = load_script("compare-runs.py")
 
 
 def pair_count_auc(pos, neg):

@@ -1,6 +1,5 @@
 #!/usr/bin/env python3
 """scripts/overlay-kinds.py on a hand-made set: text kinds, marked counts, peaks and medians by hand."""
-import importlib.util
 import json
 import os
 import subprocess
@@ -8,12 +7,9 @@ import sys
 import tempfile
 import unittest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCRIPT = os.path.join(ROOT, "scripts", "overlay-kinds.py")
-sys.path.insert(0, os.path.join(ROOT, "scripts"))  # the scripts import valset.py
-spec = importlib.util.spec_from_file_location("overlay_kinds", SCRIPT)
-ok = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(ok)
+from script_module import load_script
+
+SCRIPT, ok = load_script("overlay-kinds.py")
 
 
 def region(x, y, w, h, peak):

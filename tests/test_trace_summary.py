@@ -1,6 +1,5 @@
 #!/usr/bin/env python3
 """scripts/trace-summary.py against a hand-made Chrome trace whose sums are worked out below."""
-import importlib.util
 import json
 import os
 import subprocess
@@ -8,11 +7,9 @@ import sys
 import tempfile
 import unittest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCRIPT = os.path.join(ROOT, "scripts", "trace-summary.py")
-spec = importlib.util.spec_from_file_location("trace_summary", SCRIPT)
-ts = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(ts)
+from script_module import load_script
+
+SCRIPT, ts = load_script("trace-summary.py")
 
 
 def X(cat, name, t, d):
