@@ -4,7 +4,8 @@
 Usage: average-weights.py OUT IN [IN ...] [--weights W1,W2,...] [--template FILE]
 IN: diffnet weights files or training checkpoints (whose model tensors carry a `model.` prefix; other
 checkpoint entries are ignored). OUT gets the template's tensor names, shapes and dtypes (default: the
-first IN; F32, F16 or BF16) and its metadata, plus `averaged_from` (JSON: the inputs and their weights).
+first IN; F32, F16 or BF16) and its metadata, plus `averaged_from` (JSON: the inputs, as folder/file,
+and their weights).
 Each OUT tensor is sum_i w_i * IN_i (weights default to equal and are normalised to sum 1), computed in
 float64 and rounded once to the template's dtype (round to nearest even). Integer tensors must be equal
 in every input and are copied. Pure Python (no numpy): a few seconds for the `atto` preset.
@@ -111,7 +112,10 @@ def main(argv=None):
                 fail(f"integer tensor '{name}' differs between inputs")
             out[name] = (dtype, shape, parts[0][2])
     meta = dict(meta)
-    meta["averaged_from"] = json.dumps([{"file": os.path.basename(p), "weight": round(x, 6)}
+    # Each input named by its folder and file (runs/r34/model.safetensors -> r34/model.safetensors): runs
+    # write files of the same name, and a full path would carry the machine's layout into the weights.
+    meta["averaged_from"] = json.dumps([{"file": os.path.join(os.path.basename(os.path.dirname(os.path.abspath(p))),
+                                                              os.path.basename(p)), "weight": round(x, 6)}
                                         for p, x in zip(args.inputs, w)])
     header, blobs, off = {"__metadata__": meta}, [], 0
     for name in sorted(out):

@@ -90,7 +90,8 @@ class AverageWeights(unittest.TestCase):
         self.assertEqual(set(out), {"w", "n"})
         self.assertEqual((meta["format"], meta["train_steps"]), ("diffnet", "10"))
         self.assertEqual(json.loads(meta["averaged_from"]),
-                         [{"file": "a.safetensors", "weight": 0.25}, {"file": "b.ckpt", "weight": 0.75}])
+                         [{"file": os.path.basename(self.d) + "/a.safetensors", "weight": 0.25},
+                          {"file": os.path.basename(self.d) + "/b.ckpt", "weight": 0.75}])
 
     def test_round_to_nearest_even(self):
         # float16: 1 and 1 + 2^-10 are neighbours; their mean is the midpoint and rounds to the even 1.0.
