@@ -114,9 +114,9 @@ def main(argv=None):
     meta = dict(meta)
     # Each input named by its folder and file (runs/r34/model.safetensors -> r34/model.safetensors): runs
     # write files of the same name, and a full path would carry the machine's layout into the weights.
-    meta["averaged_from"] = json.dumps([{"file": os.path.join(os.path.basename(os.path.dirname(os.path.abspath(p))),
-                                                              os.path.basename(p)), "weight": round(x, 6)}
-                                        for p, x in zip(args.inputs, w)])
+    def label(path):
+        return os.path.join(os.path.basename(os.path.dirname(os.path.abspath(path))), os.path.basename(path))
+    meta["averaged_from"] = json.dumps([{"file": label(p), "weight": round(x, 6)} for p, x in zip(args.inputs, w)])
     header, blobs, off = {"__metadata__": meta}, [], 0
     for name in sorted(out):
         dtype, shape, data = out[name]
