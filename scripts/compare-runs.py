@@ -8,7 +8,8 @@ paired difference B − A with its 95 % interval. Pages of one receipt (its unto
 and edits) are not independent, so the bootstrap resamples receipts, not pages, and applies the same
 resample to both models. The score is a raw page statistic from the records' `page_stats` (default
 `q999`, the one the shipped calibration uses; a monotone calibration does not change an AUC), or
-`image_score`.
+`image_score`. Beside the AUCs, each model's page decisions as its records hold them (the threshold
+stored with its weights): untouched and edited pages flagged, per set and summed over the sets.
 
 Usage: compare-runs.py [--stat q999] [--boot 2000] [--seed 0] [--json]
                        --set DATA_DIR PRED_A PRED_B [--set DATA_DIR PRED_A PRED_B ...]
@@ -44,7 +45,8 @@ def receipts_of(data_dir):
 
 
 def scores_of(pred, stat):
-    """page name -> (label, score) from an eval --save-pred directory or predictions.jsonl."""
+    """page name -> (label, score, flagged) from an eval --save-pred directory or predictions.jsonl;
+    flagged is the record's decision (True for "tampered"), None in records without one."""
     out = {}
     for rec in read_records(pred, "compare-runs"):
         if "label" not in rec:
@@ -52,8 +54,18 @@ def scores_of(pred, stat):
         score = rec["image_score"] if stat == "image_score" else rec.get("page_stats", {}).get(stat)
         if score is None:
             sys.exit(f"compare-runs: {pred}: record {rec.get('file')} has no page statistic '{stat}'")
-        out[page_name(rec["file"])] = (int(rec["label"]), float(score))
+        flagged = rec["decision"] == "tampered" if "decision" in rec else None
+        out[page_name(rec["file"])] = (int(rec["label"]), float(score), flagged)
     return out
+
+
+def decisions(scores):
+    """[untouched flagged, untouched, edited flagged, edited] of (label, score, flagged) triples, or None
+    when a record has no decision."""
+    if any(f is None for _, _, f in scores):
+        return None
+    return [sum(f for y, _, f in scores if y == 0), sum(y == 0 for y, _, _ in scores),
+            sum(f for y, _, f in scores if y == 1), sum(y == 1 for y, _, _ in scores)]
 
 
 def percentile(values, q):
@@ -103,7 +115,7 @@ def main(argv=None):
     if args.boot < 100:
         ap.error("--boot must be at least 100")
     rng = random.Random(args.seed)
-    rows, pooled = {}, []
+    rows, pooled, pooled_scores = {}, [], ([], [])
     for n, (data_dir, pred_a, pred_b) in enumerate(args.set):
         rec = receipts_of(data_dir)
         a, b = scores_of(pred_a, args.stat), scores_of(pred_b, args.stat)
@@ -118,9 +130,13 @@ def main(argv=None):
                 sys.exit(f"compare-runs: page {name} has different labels in the two runs")
             pages.append((rec[name], a[name][0], a[name][1], b[name][1]))
         rows[f"{n}:{data_dir}"] = compare(pages, args.boot, rng)
+        rows[f"{n}:{data_dir}"].update(flagged_a=decisions(a.values()), flagged_b=decisions(b.values()))
         pooled += pages  # the same receipt in two sets (e.g. two variants of one half) is one cluster
+        pooled_scores[0].extend(a.values())
+        pooled_scores[1].extend(b.values())
     if len(args.set) > 1:
         rows["pooled"] = compare(pooled, args.boot, rng)
+        rows["pooled"].update(flagged_a=decisions(pooled_scores[0]), flagged_b=decisions(pooled_scores[1]))
     if args.json:
         print(json.dumps({"stat": args.stat, "boot": args.boot, "sets": rows}, indent=1))
         return
@@ -130,6 +146,10 @@ def main(argv=None):
         fmt = lambda v, ci, sign="": f"{v:{sign}.3f} [{ci[0]:{sign}.3f}, {ci[1]:{sign}.3f}]"
         print(f"{name[-34:]:34s} {r['pages']:5d} {r['receipts']:5d}  {fmt(r['auc_a'], r['auc_a_ci95'])}  "
               f"{fmt(r['auc_b'], r['auc_b_ci95'])}  {fmt(r['diff'], r['diff_ci95'], '+')}  {r['b_better_share']:.2f}")
+    print("pages flagged at each model's stored threshold: untouched / edited")
+    for name, r in rows.items():
+        show = lambda c: "no decisions in the records" if c is None else f"{c[0]}/{c[1]}  {c[2]}/{c[3]}"
+        print(f"{name[-34:]:34s} A {show(r['flagged_a']):>16s}   B {show(r['flagged_b']):>16s}")
 
 
 if __name__ == "__main__":

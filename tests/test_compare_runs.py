@@ -30,11 +30,15 @@ def write_set(root, receipts):
             open(os.path.join(root, "images", f"u-{rc}.jpg"), "w").close()
 
 
-def write_pred(path, scores):
+def write_pred(path, scores, flagged=None):
+    """flagged: page names whose record says "tampered" (the others "pristine"); None: no decisions."""
     with open(path, "w") as f:
         for name, (label, s) in scores.items():
-            f.write(json.dumps({"file": f"x/{name}.jpg", "label": label, "image_score": 0.5,
-                                "page_stats": {"q999": s, "cls_max": 1 - s}}) + "\n")
+            rec = {"file": f"x/{name}.jpg", "label": label, "image_score": 0.5,
+                   "page_stats": {"q999": s, "cls_max": 1 - s}}
+            if flagged is not None:
+                rec["decision"] = "tampered" if name in flagged else "pristine"
+            f.write(json.dumps(rec) + "\n")
     return path
 
 
@@ -116,6 +120,36 @@ class CompareRuns(unittest.TestCase):
         for r in (s1, s2, pooled):
             self.assertLessEqual(r["auc_a_ci95"][0], r["auc_a"])
             self.assertGreaterEqual(r["auc_a_ci95"][1], r["auc_a"])
+
+    def test_decisions_per_set_and_summed(self):
+        rc1, rc2 = ["11", "12", "13"], ["21", "22"]
+        s1 = self.scores(rc1, lambda i: (0.1, 0.2, 0.3))
+        s2 = self.scores(rc2, lambda i: (0.1, 0.2, 0.3))
+        d1, d2 = os.path.join(self.d, "s1"), os.path.join(self.d, "s2")
+        write_set(d1, rc1)
+        write_set(d2, rc2)
+        # Set 1: A flags u-11 and the edits of receipts 0, 1; B flags every edit. Set 2: A flags r-00000001,
+        # B writes no decisions at all.
+        a1 = write_pred(os.path.join(self.d, "a1"), s1, {"u-11", "e-00000000", "e-00000001"})
+        b1 = write_pred(os.path.join(self.d, "b1"), s1, {"e-00000000", "e-00000001", "e-00000002"})
+        a2 = write_pred(os.path.join(self.d, "a2"), s2, {"r-00000001"})
+        b2 = write_pred(os.path.join(self.d, "b2"), s2)
+        code, out, err = run(["--json", "--boot", "100", "--set", d1, a1, b1, "--set", d2, a2, b2])
+        self.assertEqual(code, 0, err)
+        rows = json.loads(out)["sets"]
+        r1, r2, pooled = [rows[k] for k in sorted(rows, key=lambda k: (k == "pooled", k))]
+        # [untouched flagged, untouched, edited flagged, edited]: 6 untouched and 3 edited pages in set 1.
+        self.assertEqual(r1["flagged_a"], [1, 6, 2, 3])
+        self.assertEqual(r1["flagged_b"], [0, 6, 3, 3])
+        self.assertEqual(r2["flagged_a"], [1, 4, 0, 2])
+        self.assertIsNone(r2["flagged_b"])
+        self.assertEqual(pooled["flagged_a"], [2, 10, 2, 5])
+        self.assertIsNone(pooled["flagged_b"])
+        code, out, err = run(["--boot", "100", "--set", d1, a1, b1, "--set", d2, a2, b2])
+        self.assertEqual(code, 0, err)
+        self.assertIn("untouched / edited", out)
+        self.assertIn("2/10  2/5", out)
+        self.assertIn("no decisions in the records", out)
 
     def test_resamples_receipts_not_pages(self):
         # Every receipt alike: untouched 0.1 and 0.4, edit 0.3. Any multiset of receipts has AUC 0.5
