@@ -54,10 +54,16 @@ def load(pred):
     return {page_name(r["file"]): r for r in read_records(pred, "overlay-kinds")}
 
 
+# --by: the groups in print order, and the group of one insert op of a manifest.
+GROUPINGS = {"kind": (KINDS, lambda op: text_kind(op["new_text"])),
+             "height": (HEIGHTS, lambda op: height_group(op["mask_box"]))}
+
+
 def measure(sets, by="kind"):
     """sets: [(data, pred_a, pred_b)]. Returns per group (kind of text, or box height with by="height") n,
     marked and peaks per model, and the untouched pages' peaks."""
-    groups = {k: {"n": 0, "marked": [0, 0], "peaks": [[], []]} for k in (HEIGHTS if by == "height" else KINDS)}
+    names, group_of = GROUPINGS[by]
+    groups = {k: {"n": 0, "marked": [0, 0], "peaks": [[], []]} for k in names}
     untouched = [[], []]
     for data, *preds in sets:
         recs = [load(p) for p in preds]
@@ -73,7 +79,7 @@ def measure(sets, by="kind"):
             for op in e["ops"]:
                 if op.get("op") != "insert":
                     continue
-                k = groups[height_group(op["mask_box"]) if by == "height" else text_kind(op["new_text"])]
+                k = groups[group_of(op)]
                 k["n"] += 1
                 for i in range(2):
                     p = peak_in_box(recs[i][name], op["mask_box"])
@@ -93,7 +99,7 @@ def pct(v, q):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--set", nargs=3, action="append", required=True, metavar=("DATA", "PRED_A", "PRED_B"))
-    ap.add_argument("--by", choices=["kind", "height"], default="kind", help="group overlays by text kind or box height")
+    ap.add_argument("--by", choices=list(GROUPINGS), default="kind", help="group overlays by text kind or box height")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     groups, untouched = measure(a.set, a.by)
