@@ -25,11 +25,13 @@ using namespace diffnet;
 namespace {
 
 const std::string kWeights = testutil::source_path("weights/diffnet-atto.safetensors");
-// Measured with the stage-36 weights on the AMD machine, which has no native bf16 (emulated; native
-// AVX512-BF16 rounds the same way: the earlier bounds were measured on such a Xeon): page score |d| <=
-// 0.005, mean |dp| 0.0026 / 0.0006, max |dp| 0.150 on the tampered receipt (a few pixels on a steep edge
-// of its map; 0.005 on the pristine one). The bounds leave room.
-constexpr double BF16_SCORE_TOL = 0.01, BF16_MAX_DP = 0.25, BF16_MEAN_DP = 0.005;
+// Measured with the stage-36 weights on two AMD EPYC machines. Without native bf16 (AVX2 only): page
+// score |d| <= 0.005, mean |dp| 0.0026 / 0.0006, max |dp| 0.150 on the tampered receipt (a few pixels on a
+// steep edge of its map). With native AVX512-BF16: score |d| 0.004 / 0.037, mean |dp| 0.0007 / 0.0017,
+// max |dp| 0.007 / 0.148 -- here on the pristine receipt, whose map is low everywhere, so the few pixels
+// that move sit in its top 0.1 % and move the q999 page score (0.14 -> 0.18, far from the threshold).
+// Which pixels move depends on the CPU's bf16 path; the bounds cover both machines with room.
+constexpr double BF16_SCORE_TOL = 0.06, BF16_MAX_DP = 0.25, BF16_MEAN_DP = 0.005;
 
 // Pixel TP/FP/FN of (prob > 0.5) against (mask != 0), counted here with plain loops.
 struct Counts {
