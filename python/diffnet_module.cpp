@@ -119,7 +119,7 @@ PYBIND11_MODULE(diffnet, m) {
   py::register_exception<Error>(m, "Error", PyExc_RuntimeError);
   py::class_<PyPredictor>(m, "Predictor")
       .def(py::init<const std::string&, double, std::optional<double>, double, int64_t, int64_t, const std::string&>(),
-           py::arg("weights") = "", py::arg("threshold") = 0.5, py::arg("page_threshold") = py::none(), py::arg("pdf_dpi") = 200.0, py::arg("max_pages") = 500, py::arg("batch") = 2,
+           py::arg("weights") = "", py::arg("threshold") = 0.5, py::arg("page_threshold") = py::none(), py::arg("pdf_dpi") = 200.0, py::arg("max_pages") = 500, py::arg("batch") = 0,
            py::arg("precision") = "f32",
            "Loads weights (default: the shipped model, found as `diffnet predict` finds it); threshold: the regions' "
            "pixel threshold; page_threshold: the decision's (None: the weights'); precision f32 | bf16 | auto.")

@@ -130,13 +130,25 @@ TEST(EvalPredict, WindowsAreMaxMergedOnAWhitePaddedCanvas) {
       score = std::max(score, d.score);
     }
   at::Tensor want = merged.slice(0, 0, 70).slice(1, 0, 77);
-  for (int64_t batch : {1, 3}) {
+  for (int64_t batch : {1, 3, 0}) {  // 0: the automatic batch (all four windows at once here)
     Predictor pred = make_predictor(batch, 32, "auto", "max");
     Prediction p = pred.predict_rgb(rgb, {}, "c");
     EXPECT_EQ(p.num_windows, 4);
     ASSERT_EQ(p.prob.sizes(), want.sizes());
     EXPECT_LT(testutil::max_abs_diff(p.prob, want), 1e-5) << "batch " << batch;
     EXPECT_NEAR(p.image_score, score, 1e-5);
+  }
+}
+
+// --batch 0: as many windows as hold 8 * 256^2 pixels, at least one; an explicit batch is kept.
+TEST(EvalPredict, AutomaticBatchHoldsEightWindowsOf256) {
+  const std::vector<std::pair<int64_t, int64_t>> want = {{64, 128}, {256, 8}, {512, 2}, {736, 1}, {1024, 1}};
+  for (auto [window, batch] : want) {
+    PredictOptions opt;
+    opt.window = window;
+    EXPECT_EQ(Predictor(load_weights(tiny_model().path), opt).batch(), batch) << "window " << window;
+    opt.batch = 3;
+    EXPECT_EQ(Predictor(load_weights(tiny_model().path), opt).batch(), 3);
   }
 }
 
@@ -702,9 +714,9 @@ TEST(EvalPredict, CliErrorsNameTheFlag) {
   std::string in = testutil::temp_dir("flag-names");
   write_png(in + "/a.png", test_image(40, 40, 3));
   testutil::CliResult r =
-      testutil::run_cli("predict '" + in + "/a.png' --weights '" + tiny_model().path + "' --batch 0 -q");
+      testutil::run_cli("predict '" + in + "/a.png' --weights '" + tiny_model().path + "' --batch -1 -q");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("error: --batch: must be >= 1"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("error: --batch: must be >= 1, or 0 for the automatic batch"), std::string::npos) << r.err;
   r = testutil::run_cli("predict '" + in + "/a.png' --weights '" + tiny_model().path + "' --window 100 -q");
   EXPECT_NE(r.err.find("error: --window: window size 100 must be a positive multiple of 32"), std::string::npos)
       << r.err;

@@ -143,12 +143,16 @@ std::vector<std::string> list_image_files(const std::string& dir, bool documents
 
 // ---- Predictor ------------------------------------------------------------------------------------
 
+inline constexpr int64_t kAutoBatchPixels = 8 * 256 * 256;
+
 struct PredictOptions {
   int64_t window = 0;              // R; 0: the weights' "train_size" metadata, else 512
   int64_t stride = 0;              // 0: default_stride(window, merge)
   std::string merge = "blend";     // blend (raised-cosine weights) | max (Syn2Real protocol rule)
   std::string score = "page";      // page (calibrated page score if the weights have one) | window-max
-  int64_t batch = 2;               // windows per forward pass
+  // Windows per forward pass; 0: kAutoBatchPixels / R² of them (8 at R = 256, 2 at 512, 1 at 768), the
+  // batch that ran A4 pages fastest on the 2-core CPUs measured (docs/eval.md, "Windows per pass").
+  int64_t batch = 0;
   std::string dct_source = "auto"; // auto (file for JPEG, pixels otherwise) | file | pixels
   double threshold = 0.5;          // pixel threshold: regions are {p > threshold} (and the overlay's floor)
   double page_threshold = -1;      // decision: image_score > page_threshold; < 0: page_threshold()'s default
@@ -258,6 +262,7 @@ class Predictor {
   const PredictOptions& options() const;
   int64_t window() const;
   int64_t stride() const;          // the stride in use (options().stride, or its default)
+  int64_t batch() const;           // windows per forward pass (options().batch, or the automatic one)
   // The coarse-to-fine level in use: with blend and overlap, options().refine (< 0: options().threshold); else 0.
   double refine() const;
   // The decision threshold in use: options().page_threshold when >= 0, else the calibration's threshold

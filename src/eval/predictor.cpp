@@ -175,7 +175,7 @@ std::string measure_precision(const std::shared_ptr<DiffNetImpl>& model, int64_t
 struct Predictor::Impl {
   LoadedModel lm;
   PredictOptions opt;
-  int64_t window = 0, stride = 0;
+  int64_t window = 0, stride = 0, batch = 0;
   bool calibrated = false;        // the page score is the calibrated one (score "page", weights with one)
   double page_threshold = 0.5;    // options().page_threshold resolved
   at::Device device = at::kCPU;
@@ -193,7 +193,8 @@ Predictor::Predictor(LoadedModel model, PredictOptions options) : impl_(std::mak
     throw Error("score", "expected page or window-max, got '" + o.score + "'");
   impl_->stride = o.stride > 0 ? o.stride : default_stride(impl_->window, o.merge);
   window_origins(impl_->window, impl_->window, impl_->stride);  // validates window and stride
-  if (o.batch < 1) throw Error("batch", "must be >= 1");
+  if (o.batch < 0) throw Error("batch", "must be >= 1, or 0 for the automatic batch");
+  impl_->batch = o.batch > 0 ? o.batch : std::max<int64_t>(1, kAutoBatchPixels / (impl_->window * impl_->window));
   if (!(o.refine <= 1)) throw Error("refine", "must be at most 1 (0: every window runs; < 0: the pixel threshold)");
   if (o.dct_source != "auto" && o.dct_source != "file" && o.dct_source != "pixels")
     throw Error("dct_source", "expected auto, file or pixels, got '" + o.dct_source + "'");
@@ -209,7 +210,7 @@ Predictor::Predictor(LoadedModel model, PredictOptions options) : impl_(std::mak
   impl_->lm.model->eval();
   // bf16: the weights converted (the zero-sum filters run in float32: src/model/discrepancy.cpp).
   if (impl_->precision == "measure")
-    impl_->precision = measure_precision(impl_->lm.model, impl_->window, o.batch);
+    impl_->precision = measure_precision(impl_->lm.model, impl_->window, impl_->batch);
   else if (impl_->precision == "bf16")
     impl_->lm.model->to(at::kBFloat16);
 }
@@ -221,6 +222,7 @@ Predictor& Predictor::operator=(Predictor&&) noexcept = default;
 const PredictOptions& Predictor::options() const { return impl_->opt; }
 int64_t Predictor::window() const { return impl_->window; }
 int64_t Predictor::stride() const { return impl_->stride; }
+int64_t Predictor::batch() const { return impl_->batch; }
 double Predictor::refine() const {
   const PredictOptions& o = impl_->opt;
   return o.merge == "blend" && impl_->stride < impl_->window ? (o.refine < 0 ? o.threshold : o.refine) : 0.0;
@@ -407,8 +409,8 @@ Prediction Predictor::predict_rgb(const at::Tensor& rgb, const std::vector<uint8
   DiffNetImpl& model = *impl_->lm.model;
   // Runs windows[from, to) in batches, merging their maps and appending their cls to window_cls.
   auto run = [&](size_t from, size_t to) {
-    for (size_t b0 = from; b0 < to; b0 += size_t(impl_->opt.batch)) {
-      size_t b1 = std::min(to, b0 + size_t(impl_->opt.batch));
+    for (size_t b0 = from; b0 < to; b0 += size_t(impl_->batch)) {
+      size_t b1 = std::min(to, b0 + size_t(impl_->batch));
       std::vector<at::Tensor> rgbs, dcts;
       for (size_t i = b0; i < b1; ++i) {
         rgbs.push_back(canvas.slice(0, windows[i].y, windows[i].y + R).slice(1, windows[i].x, windows[i].x + R));

@@ -224,7 +224,7 @@ void add_calibrate_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--window", o->predict.window, "Window size R; default the weights' train_size");
   sub->add_option("--stride", o->predict.stride, "Window stride; default R/2");
-  sub->add_option("--batch", o->predict.batch, "Windows per forward pass")->capture_default_str();
+  sub->add_option("--batch", o->predict.batch, kBatchHelp)->capture_default_str();
   sub->add_option("--refine", o->predict.refine, kRefineHelp);
   sub->add_flag("--json", o->json, "Print one JSON object");
   sub->add_flag("-q,--quiet", o->quiet, "No progress or per-statistic lines");

@@ -73,7 +73,7 @@ void add_eval_command(CLI::App& app) {
   sub->add_option("--score", o->score, "page | window-max; default window-max for syn2real, page for doc")
       ->check(CLI::IsMember({"page", "window-max"}));
   sub->add_option("--reliability-png", o->reliability_png, "Write a reliability diagram of the image scores here");
-  sub->add_option("--batch", o->predict.batch, "Windows per forward pass")->capture_default_str();
+  sub->add_option("--batch", o->predict.batch, kBatchHelp)->capture_default_str();
   sub->add_option("--refine", o->predict.refine, kRefineHelp);
   sub->add_flag("!--all-windows", o->predict.skip_blank,
                 "Run the windows without content too (by default they are skipped when the page score is calibrated)");

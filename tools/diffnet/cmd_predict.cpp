@@ -86,7 +86,7 @@ std::vector<uint8_t> synthetic_page(int64_t width, int64_t height) {
 
 void run_bench(Predictor& predictor, int runs) {
   std::printf("benchmark: window %lld, batch %lld, %s, %s, weights %s; %d timed runs after 1 warm-up\n",
-              (long long)predictor.window(), (long long)predictor.options().batch,
+              (long long)predictor.window(), (long long)predictor.batch(),
               device_description(predictor.device()).c_str(), predictor.precision().c_str(),
               predictor.model().source.c_str(), runs);
   std::printf("%-22s %9s %7s %7s %9s %9s %9s %9s\n", "page (median ms)", "windows", "decode", "dct", "model",
@@ -255,7 +255,7 @@ void add_predict_command(CLI::App& app) {
                   "Page score: page (calibrated when the weights carry calibration) or window-max")
       ->check(CLI::IsMember({"page", "window-max"}))
       ->capture_default_str();
-  sub->add_option("--batch", o->opt.batch, "Windows per forward pass")->capture_default_str();
+  sub->add_option("--batch", o->opt.batch, kBatchHelp)->capture_default_str();
   sub->add_option("--refine", o->opt.refine, kRefineHelp);
   sub->add_flag("!--all-windows", o->opt.skip_blank,
                 "Run the windows without content too (by default they are skipped when the page score is calibrated)");

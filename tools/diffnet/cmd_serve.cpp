@@ -90,7 +90,7 @@ void add_serve_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--window", o->predict.window, "Window size R (multiple of 32); default: the weights' train_size, else 512");
   sub->add_option("--stride", o->predict.stride, "Window stride (multiple of 8, <= R); default R/2");
-  sub->add_option("--batch", o->predict.batch, "Windows per forward pass")->capture_default_str();
+  sub->add_option("--batch", o->predict.batch, kBatchHelp)->capture_default_str();
   sub->add_option("--refine", o->predict.refine, kRefineHelp);
   sub->add_option("--precision", o->predict.precision, kPrecisionHelp)->capture_default_str();
   sub->add_option("--threshold", o->predict.threshold, "Pixel threshold: regions are p > this (and the overlay's floor)")

@@ -29,6 +29,10 @@ inline constexpr const char* kRefineHelp =
     "Coarse-to-fine: overlapping windows run only where the first, covering pass reaches this p (0: all run; "
     "default: the pixel threshold)";
 
+// Help of --batch, the same for predict, eval, serve and calibrate.
+inline constexpr const char* kBatchHelp =
+    "Windows per forward pass (0: 8 x 256^2 / R^2 of them, i.e. 8 at R = 256, 2 at R = 512)";
+
 // Exit code the running sub-command wants (commands may set it, e.g. 1 for "tampered found" modes).
 int& exit_code();
 
