@@ -846,6 +846,27 @@ TEST(EvalPredict, CliPredictsEveryPageOfPdfAndTiffFiles) {
   EXPECT_EQ(lines(r.out).size(), 1u);
 }
 
+// A born-digital PDF page (text and vectors only) is predicted, with a warning in its record and on stderr;
+// a page that an image covers (img2pdf's) gets none.
+TEST(EvalPredict, CliWarnsOnBornDigitalPdfPages) {
+  if (!pdf_supported()) GTEST_SKIP() << "built without PDF input";
+  const std::string text = testutil::data_path("io/text.pdf"), image = testutil::data_path("io/png.pdf");
+  testutil::CliResult r = testutil::run_cli("predict '" + text + "' '" + image + "' --weights '" + tiny_model().path +
+                                            "' --pdf-dpi 96 --json -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> recs = lines(r.out);
+  ASSERT_EQ(recs.size(), 2u) << r.out;
+  const nlohmann::json t = nlohmann::json::parse(recs[0]), i = nlohmann::json::parse(recs[1]);
+  EXPECT_EQ(t["file"], text + "#1");
+  EXPECT_EQ(t["page_source"], "pdf-render");
+  ASSERT_EQ(t["warnings"].size(), 1u) << t.dump();
+  EXPECT_EQ(t["warnings"][0], kVectorPageWarning);
+  EXPECT_NE(r.err.find("warning: " + text + "#1: born-digital page"), std::string::npos) << r.err;
+  EXPECT_EQ(i["page_source"], "pdf-render");
+  EXPECT_TRUE(i["warnings"].empty()) << i.dump();
+  EXPECT_EQ(r.err.find("warning: " + image), std::string::npos) << r.err;
+}
+
 TEST(EvalPredict, DefaultWeightsLookup) {
   setenv("DIFFNET_WEIGHTS", "/nonexistent/w.safetensors", 1);
   EXPECT_EQ(default_weights_path(), "/nonexistent/w.safetensors");

@@ -5,7 +5,7 @@
 // Several files at once form a queue checked in order; the opacity slider, the JSON download and the
 // region list work. On an edited letter (the shipped weights find its regions): the region list has a
 // crop of the page per region, "side by side" puts the overlay beside the page, and the report download
-// is the server's HTML report of that file.
+// is the server's HTML report of that file. A born-digital PDF page shows its warning under the verdict.
 // Usage: node test_web_page.js DIFFNET_CLI DATA_DIR (exit 77 = skipped: no browser).
 'use strict';
 const { spawn } = require('child_process');
@@ -122,7 +122,7 @@ class Browser {
         return { verdict: $('verdict').textContent, cls: $('verdict').className,
                  overlay: !$('view').hidden && ($('overlay').getAttribute('src') || '').startsWith('data:image/png;base64,'),
                  original: $('original').getAttribute('src') || '',
-                 record: !$('record').hidden, legend: !$('legend').hidden,
+                 record: !$('record').hidden, legend: !$('legend').hidden, note: $('scorenote').textContent,
                  tabs: Array.from(document.querySelectorAll('#tabs button')).map(b => b.textContent),
                  queue: Array.from(document.querySelectorAll('#queue li')).map(li => li.textContent),
                  uploaded: Array.from(document.querySelectorAll('#queue li')).map(li => li.dataset.uploaded || ''),
@@ -172,6 +172,7 @@ class Browser {
           'a 2-page PDF gives two page tabs: ' + JSON.stringify(st.tabs));
     check(st.verdict.startsWith('scan2.pdf#1: '), 'the first page is shown first: ' + st.verdict);
     check(st.original.startsWith('data:image/png;base64,'), "a PDF page's own pixels lie under the overlay");
+    check(!st.note.includes('Warning'), 'a scanned page has no warning: ' + st.note);
     if (process.env.DIFFNET_WEB_SHOT) await page.shot(process.env.DIFFNET_WEB_SHOT);
     await page.eval("document.querySelectorAll('#tabs button')[1].click()");
     st = await page.state();
@@ -237,6 +238,10 @@ class Browser {
     check(report.startsWith('10-letter-tampered.jpg.diffnet-report.html|<!DOCTYPE html>') &&
           report.includes('10-letter-tampered.jpg') && report.includes('data:image/png;base64,'),
           'the report downloads as the HTML report of the file: ' + report.slice(0, 80));
+
+    st = await page.upload(path.join(dataDir, 'io/text.pdf'));
+    check(st.verdict.startsWith('text.pdf#1: ') && st.note.includes('Warning: born-digital page'),
+          'a born-digital PDF page shows its warning: ' + st.note);
 
     srv.kill('SIGTERM');
     await new Promise(r => srv.on('exit', r));

@@ -26,6 +26,9 @@ struct DocumentPage {
   std::vector<uint8_t> encoded;   // a JPEG/PNG to analyse as stored: the file itself, or a PDF page's JPEG
   at::Tensor rgb;                 // else: the page's pixels, uint8 (H, W, 3)
   std::string source;             // "image" | "pdf-jpeg" | "pdf-render" | "tiff"
+  // A "pdf-render" page whose raster images (image XObjects, also inside forms, and inline images) cover
+  // less than half of its area: text and vector graphics mostly, a page that was never printed and scanned.
+  bool born_digital = false;
 };
 
 // Opens a file and says how many pages it has; pages are read one at a time (bounded memory). The format

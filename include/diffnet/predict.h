@@ -145,6 +145,13 @@ std::vector<std::string> list_image_files(const std::string& dir, bool documents
 
 inline constexpr int64_t kAutoBatchPixels = 8 * 256 * 256;
 
+// The warning of a born-digital PDF page (DocumentPage::born_digital), in its record's `warnings`.
+inline constexpr const char* kVectorPageWarning =
+    "born-digital page (a PDF page of text and vector graphics, no image over half of it): the model is trained "
+    "and validated "
+    "on scans, and on never-printed pages its decision is unreliable (it flags about half of the untouched "
+    "ones; README, \"What it still misses\")";
+
 struct PredictOptions {
   int64_t window = 0;              // R; 0: the weights' "train_size" metadata, else 512
   int64_t stride = 0;              // 0: default_stride(window, merge)

@@ -51,6 +51,92 @@ std::vector<uint8_t> dct_stream(QPDFObjectHandle image) {
   return std::vector<uint8_t>(data, data + raw->getSize());
 }
 
+// The area that raster images cover in a content stream, in units of its page's default user space:
+// each image XObject and inline image paints the unit square under the current transformation, whose area
+// is |det| of the CTM (only the determinant is tracked: q/Q save and restore it, cm multiplies it). Form
+// XObjects are followed, to a depth of 8, with their /Matrix and resources (the parent's when they have none).
+class ImageArea final : public QPDFObjectHandle::ParserCallbacks {
+ public:
+  ImageArea(QPDFObjectHandle resources, double det, int depth) : resources_(resources), det_(det), depth_(depth) {}
+  double area = 0;
+
+  void handleObject(QPDFObjectHandle obj) override {
+    if (obj.isInlineImage()) {
+      area += std::abs(det_);
+      return;
+    }
+    if (!obj.isOperator()) {
+      operands_.push_back(obj);
+      return;
+    }
+    const std::string op = obj.getOperatorValue();
+    if (op == "q") {
+      saved_.push_back(det_);
+    } else if (op == "Q") {
+      if (!saved_.empty()) det_ = saved_.back(), saved_.pop_back();
+    } else if (op == "cm" && operands_.size() == 6) {
+      det_ *= determinant(operands_);
+    } else if (op == "Do" && operands_.size() == 1 && operands_[0].isName()) {
+      draw(operands_[0].getName());
+    }
+    operands_.clear();
+  }
+  void handleEOF() override {}
+
+ private:
+  // a·d − b·c of a matrix [a b c d e f] (0 when its entries are not numbers).
+  static double determinant(std::vector<QPDFObjectHandle> v) {
+    double m[4];
+    for (size_t i = 0; i < 4; ++i) {
+      if (!v[i].isNumber()) return 0;
+      m[i] = v[i].getNumericValue();
+    }
+    return m[0] * m[3] - m[1] * m[2];
+  }
+
+  void draw(const std::string& name) {
+    if (!resources_.isDictionary()) return;
+    QPDFObjectHandle xobjects = resources_.getKey("/XObject");
+    if (!xobjects.isDictionary()) return;
+    QPDFObjectHandle x = xobjects.getKey(name);
+    if (!x.isStream()) return;
+    QPDFObjectHandle dict = x.getDict();
+    if (dict.getKey("/Subtype").isNameAndEquals("/Image")) {
+      area += std::abs(det_);
+    } else if (dict.getKey("/Subtype").isNameAndEquals("/Form") && depth_ > 0) {
+      QPDFObjectHandle matrix = dict.getKey("/Matrix");
+      double det = det_;
+      if (matrix.isArray() && matrix.getArrayNItems() == 6) det *= determinant(matrix.getArrayAsVector());
+      QPDFObjectHandle own = dict.getKey("/Resources");
+      ImageArea inner(own.isDictionary() ? own : resources_, det, depth_ - 1);
+      x.parseAsContents(&inner);
+      area += inner.area;
+    }
+  }
+
+  QPDFObjectHandle resources_;
+  double det_;
+  int depth_;
+  std::vector<double> saved_;
+  std::vector<QPDFObjectHandle> operands_;
+};
+
+// True when raster images cover less than half of the page's crop box: text and vector graphics mostly,
+// a born-digital page (a scanned page is one image over the whole page). A page whose content cannot be
+// parsed counts as covered.
+bool mostly_vector(QPDFPageObjectHelper page) {
+  try {
+    QPDFObjectHandle::Rectangle box = page.getCropBox().getArrayAsRectangle();
+    const double page_area = std::abs((box.urx - box.llx) * (box.ury - box.lly));
+    if (!(page_area > 0)) return false;
+    ImageArea images(page.getAttribute("/Resources", false), 1.0, 8);
+    page.parseContents(&images);
+    return images.area < 0.5 * page_area;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
 class PdfPages final : public PageSource {
  public:
   PdfPages(const std::string& path, std::vector<uint8_t> bytes, const DocumentOptions& opt)
@@ -91,6 +177,7 @@ class PdfPages final : public PageSource {
     }
     pg.rgb = render(index, pg.name);
     pg.source = "pdf-render";
+    pg.born_digital = mostly_vector(pages_.at(size_t(index)));
     return pg;
   }
 

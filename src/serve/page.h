@@ -123,6 +123,7 @@ function showPage(job, rec) {
   $('scorenote').textContent = rec.score_kind === 'calibrated'
       ? 'Calibrated page probability; decision at threshold ' + rec.page_threshold.toFixed(3) + '.'
       : 'Uncalibrated score (these weights carry no calibration): rank pages by it, do not read it as a probability.';
+  (rec.warnings || []).forEach(w => { $('scorenote').textContent += ' Warning: ' + w + '.'; });
   $('lo').textContent = rec.threshold.toFixed(2);
   $('legend').hidden = false;
   $('controls').hidden = false;

@@ -185,6 +185,7 @@ void run(const PredictCli& o) {
         std::fflush(stdout);
       }
       if (table) print_table_row(*p, width);
+      for (const std::string& w : p->warnings) std::fprintf(stderr, "warning: %s: %s\n", name.c_str(), w.c_str());
     } catch (const std::exception& e) {
       std::fflush(stdout);
       std::string what = e.what();
