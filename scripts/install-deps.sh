@@ -9,7 +9,7 @@ PKGS=(
   libcairo2-dev libpango1.0-dev fonts-dejavu-core fonts-liberation2 fonts-noto-mono
   libgtest-dev python3 libgloo-dev python3-torch
   libqpdf-dev libpoppler-cpp-dev libtiff-dev dpkg-dev
-  nodejs chromium-headless-shell pybind11-dev python3-numpy
+  nodejs chromium-headless-shell pybind11-dev python3-numpy python3-pil
   fonts-freefont-ttf fonts-urw-base35 libjpeg-turbo-progs
 )
 # `make fuzz` (scripts/install-deps.sh --fuzz): clang 14 and its runtimes (libFuzzer, ASan, UBSan).

@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""scripts/photo-like.py on hand-made receipts: only the listed IDs, boxes scaled as the image was (checked
+against the sizes read back), index.csv sizes, masks moved with their pages, one photo per receipt."""
+import csv
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+from PIL import Image
+
+SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "photo-like.py")
+
+
+def page(w, h):
+    a = np.full((h, w, 3), 240, np.uint8)
+    a[20:30, 10:90] = 20  # a line of "text"
+    return Image.fromarray(a)
+
+
+def run(*args):
+    subprocess.run([sys.executable, SCRIPT, *map(str, args)], check=True)
+
+
+class PhotoLike(unittest.TestCase):
+    def test_sources(self):
+        with tempfile.TemporaryDirectory() as d:
+            src, out = os.path.join(d, "src"), os.path.join(d, "out")
+            os.makedirs(os.path.join(src, "images"))
+            os.makedirs(os.path.join(src, "boxes"))
+            with open(os.path.join(src, "index.csv"), "w") as f:
+                f.write("id,width,height,jpeg_quality_estimate,num_boxes\n001,200,120,90,1\n002,160,100,90,1\n")
+            for i, (w, h) in (("001", (200, 120)), ("002", (160, 100))):
+                page(w, h).save(os.path.join(src, "images", i + ".jpg"), quality=95)
+                with open(os.path.join(src, "boxes", i + ".txt"), "w") as f:
+                    f.write("10,20,90,20,90,30,10,30,TOTAL: 1,234.50\n")
+            ids = os.path.join(d, "ids.txt")
+            with open(ids, "w") as f:
+                f.write("001\n")
+            run("sources", src, out, 5, ids)
+            self.assertEqual(sorted(os.listdir(os.path.join(out, "images"))), ["001.jpg"])
+            im = Image.open(os.path.join(out, "images", "001.jpg"))
+            s = im.width / 200
+            self.assertTrue(0.69 <= s <= 1.0, s)
+            self.assertAlmostEqual(im.height / 120, s, delta=0.01)
+            rows = list(csv.DictReader(open(os.path.join(out, "index.csv"))))
+            self.assertEqual([(r["id"], int(r["width"]), int(r["height"])) for r in rows],
+                             [("001", im.width, im.height)])
+            box = open(os.path.join(out, "boxes", "001.txt")).read().strip().split(",", 8)
+            self.assertEqual(box[8], "TOTAL: 1,234.50")
+            for got, v in zip(map(int, box[:8]), (10, 20, 90, 20, 90, 30, 10, 30)):
+                self.assertLessEqual(abs(got - v * s), 1.0)
+            # The text line is still where the scaled box says, darker than the paper around it.
+            a = np.asarray(im.convert("L"), np.float32)
+            x0, y0, x1, y1 = int(box[0]), int(box[1]), int(box[4]), int(box[5])
+            self.assertLess(a[y0 + 2:y1 - 2, x0 + 2:x1 - 2].mean(), 80)
+            self.assertGreater(a[y1 + 10:, :].mean(), 180)
+            first = open(os.path.join(out, "images", "001.jpg"), "rb").read()
+            run("sources", src, out, 5, ids)
+            self.assertEqual(open(os.path.join(out, "images", "001.jpg"), "rb").read(), first, "not deterministic")
+
+    def test_dataset(self):
+        with tempfile.TemporaryDirectory() as d:
+            data, out = os.path.join(d, "data"), os.path.join(d, "out")
+            for sub in ("images", "masks"):
+                os.makedirs(os.path.join(data, sub))
+            mask = np.zeros((120, 200), np.uint8)
+            mask[20:30, 10:90] = 255
+            for stem in ("u-001", "e-001", "e-002"):
+                page(200, 120).save(os.path.join(data, "images", stem + ".jpg"), quality=95)
+                Image.fromarray(mask).save(os.path.join(data, "masks", stem + ".png"))
+            run("dataset", data, out, 7)
+            sizes = {}
+            for stem in ("u-001", "e-001", "e-002"):
+                im = Image.open(os.path.join(out, "images", stem + ".jpg"))
+                m = np.asarray(Image.open(os.path.join(out, "masks", stem + ".png")))
+                self.assertEqual(m.shape, (im.height, im.width))
+                sizes[stem] = im.size
+                # The mask keeps its share of the page (rotation adds a margin to both), and covers the text.
+                scale = (im.width * im.height) / (200 * 120)
+                self.assertAlmostEqual((m > 0).sum() / scale, 800, delta=800 * 0.25)
+                a = np.asarray(im.convert("L"), np.float32)
+                self.assertLess(a[m > 0].mean(), 90)
+            self.assertEqual(sizes["u-001"], sizes["e-001"], "one photo per receipt")
+
+
+if __name__ == "__main__":
+    unittest.main()
