@@ -851,8 +851,9 @@ TEST(EvalPredict, CliPredictsEveryPageOfPdfAndTiffFiles) {
 TEST(EvalPredict, CliWarnsOnBornDigitalPdfPages) {
   if (!pdf_supported()) GTEST_SKIP() << "built without PDF input";
   const std::string text = testutil::data_path("io/text.pdf"), image = testutil::data_path("io/png.pdf");
+  const std::string csv_path = testutil::temp_dir("born-digital") + "/r.csv";
   testutil::CliResult r = testutil::run_cli("predict '" + text + "' '" + image + "' --weights '" + tiny_model().path +
-                                            "' --pdf-dpi 96 --json -q");
+                                            "' --pdf-dpi 96 --json -q --csv '" + csv_path + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<std::string> recs = lines(r.out);
   ASSERT_EQ(recs.size(), 2u) << r.out;
@@ -865,6 +866,14 @@ TEST(EvalPredict, CliWarnsOnBornDigitalPdfPages) {
   EXPECT_EQ(i["page_source"], "pdf-render");
   EXPECT_TRUE(i["warnings"].empty()) << i.dump();
   EXPECT_EQ(r.err.find("warning: " + image), std::string::npos) << r.err;
+  // The CSV's last column holds the warning (quoted: it has commas and quotes), empty for the other page.
+  std::vector<uint8_t> csv = read_file(csv_path);
+  const std::string csv_text(csv.begin(), csv.end());
+  std::string quoted = kVectorPageWarning;
+  for (size_t at = quoted.find('"'); at != std::string::npos; at = quoted.find('"', at + 2)) quoted.insert(at, "\"");
+  EXPECT_NE(csv_text.find(text + ",1,"), std::string::npos) << csv_text;
+  EXPECT_NE(csv_text.find(",\"" + quoted + "\"\r\n"), std::string::npos) << csv_text;
+  EXPECT_NE(csv_text.find(image + ",1,"), std::string::npos) << csv_text;
 }
 
 TEST(EvalPredict, DefaultWeightsLookup) {

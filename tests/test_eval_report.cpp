@@ -186,16 +186,16 @@ TEST(EvalReport, CliWritesHtmlReportAndCsv) {
   Rows rows = parse_csv(csv_text);
   ASSERT_EQ(rows.size(), 5u) << csv_text;
   EXPECT_EQ(rows[0], (std::vector<std::string>{"file", "page", "decision", "image_score", "regions", "width",
-                                               "height", "error"}));
+                                               "height", "error", "warnings"}));
   int failed_rows = 0;
   for (size_t i = 1; i < rows.size(); ++i) {
     const auto& row = rows[i];
-    ASSERT_EQ(row.size(), 8u) << i;
+    ASSERT_EQ(row.size(), 9u) << i;
     EXPECT_EQ(row[1], "");
     if (row[0] == bad) {
       ++failed_rows;
       EXPECT_EQ(row[7], message);
-      for (size_t k = 2; k < 7; ++k) EXPECT_EQ(row[k], "") << k;
+      for (size_t k = 2; k < 9; ++k) EXPECT_EQ(row[k], k == 7 ? message : "") << k;
       continue;
     }
     ASSERT_TRUE(records.count(row[0])) << row[0];
@@ -206,6 +206,7 @@ TEST(EvalReport, CliWritesHtmlReportAndCsv) {
     EXPECT_EQ(row[5], std::to_string(j["width"].get<int64_t>()));
     EXPECT_EQ(row[6], std::to_string(j["height"].get<int64_t>()));
     EXPECT_EQ(row[7], "");
+    EXPECT_EQ(row[8], "") << "clean files have no warnings";
   }
   EXPECT_EQ(failed_rows, 1);
 
@@ -297,7 +298,8 @@ TEST(EvalReport, FailedWritesLeaveNoPartialFiles) {
   EXPECT_NE(err.find("page.prob.png: write failed: File too large"), std::string::npos) << err;
   Rows rows = parse_csv(text_of(out + "/r.csv"));
   ASSERT_EQ(rows.size(), 2u);
-  EXPECT_NE(rows[1].back().find("write failed: File too large"), std::string::npos) << rows[1].back();
+  ASSERT_EQ(rows[1].size(), 9u);
+  EXPECT_NE(rows[1][7].find("write failed: File too large"), std::string::npos) << rows[1][7];  // the error column
   EXPECT_EQ(rows[1][2], "");  // no decision for a failed input
   EXPECT_FALSE(std::filesystem::exists(out + "/maps/page.prob.png"));
   for (const auto& e : std::filesystem::recursive_directory_iterator(out))

@@ -53,7 +53,8 @@ class HtmlReport {
 
 class CsvReport {
  public:
-  // Header file,page,decision,image_score,regions,width,height,error; image_score as in the JSON record.
+  // Header file,page,decision,image_score,regions,width,height,error,warnings; image_score as in the JSON
+  // record, warnings its `warnings` joined by "; ".
   explicit CsvReport(const std::string& path);  // unfinished at destruction: path is untouched
   void add(const Prediction& p);
   void add_failure(const std::string& file, const std::string& error);

@@ -221,7 +221,7 @@ void HtmlReport::finish() {
 }
 
 CsvReport::CsvReport(const std::string& path) : file_(path) {
-  row({"file", "page", "decision", "image_score", "regions", "width", "height", "error"});
+  row({"file", "page", "decision", "image_score", "regions", "width", "height", "error", "warnings"});
 }
 
 void CsvReport::row(const std::vector<std::string>& fields) {
@@ -232,12 +232,14 @@ void CsvReport::row(const std::vector<std::string>& fields) {
 
 void CsvReport::add(const Prediction& p) {
   const auto [file, page] = file_and_page(p);
+  std::string warnings;
+  for (const std::string& w : p.warnings) warnings += (warnings.empty() ? "" : "; ") + w;
   row({valid_utf8(file), page, p.decision, nlohmann::json(p.image_score).dump(), std::to_string(p.regions.size()),
-       std::to_string(p.width), std::to_string(p.height), ""});
+       std::to_string(p.width), std::to_string(p.height), "", valid_utf8(warnings)});
 }
 
 void CsvReport::add_failure(const std::string& file, const std::string& error) {
-  row({valid_utf8(file), "", "", "", "", "", "", valid_utf8(error)});
+  row({valid_utf8(file), "", "", "", "", "", "", valid_utf8(error), ""});
 }
 
 void CsvReport::finish() { file_.commit(); }

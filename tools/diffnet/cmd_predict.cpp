@@ -246,7 +246,7 @@ void add_predict_command(CLI::App& app) {
   sub->add_option("--report", o->report,
                   "Also write one self-contained HTML report here: summary table, overlays, region crops");
   sub->add_option("--csv", o->csv, "Also write one CSV row per input here: file,page,decision,image_score,regions,"
-                                   "width,height,error");
+                                   "width,height,error,warnings");
   sub->add_option("--window", o->opt.window, "Window size R (multiple of 32); default: the weights' train_size, else 512");
   sub->add_option("--stride", o->opt.stride, "Window stride (multiple of 8, <= R); default R/2 (blend), R (max)");
   sub->add_option("--merge", o->opt.merge, "How window maps are merged: blend (raised-cosine weights) or max")
