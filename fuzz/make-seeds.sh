@@ -50,6 +50,6 @@ w("serve_request/bad-utf8-name", req(2, b"\xff\xfe.jpg", b"", small))
 w("serve_request/empty", req(0))
 PY
 # document: the PDF/TIFF fixtures of the io tests (tests/data/io/README.md) and a truncated PDF
-for f in scan2.pdf pages.tif png.pdf encrypted.pdf; do cp $IO/$f $C/document/; done
+for f in scan2.pdf pages.tif png.pdf encrypted.pdf text.pdf inline_page.pdf form_page.pdf many_forms.pdf; do cp $IO/$f $C/document/; done
 head -c 3000 $IO/scan2.pdf > $C/document/cut.pdf
 echo "seeds: $(find $C -type f | wc -l) files, $(du -sb $C | cut -f1) bytes"

@@ -54,10 +54,13 @@ std::vector<uint8_t> dct_stream(QPDFObjectHandle image) {
 // The area that raster images cover in a content stream, in units of its page's default user space:
 // each image XObject and inline image paints the unit square under the current transformation, whose area
 // is |det| of the CTM (only the determinant is tracked: q/Q save and restore it, cm multiplies it). Form
-// XObjects are followed, to a depth of 8, with their /Matrix and resources (the parent's when they have none).
+// XObjects are followed, to a depth of 8, with their /Matrix and resources (the parent's when they have none);
+// at most `forms_left` of them in all (a form drawn many times at every depth would be followed
+// exponentially often): past that, `forms_left` is negative and the area is incomplete.
 class ImageArea final : public QPDFObjectHandle::ParserCallbacks {
  public:
-  ImageArea(QPDFObjectHandle resources, double det, int depth) : resources_(resources), det_(det), depth_(depth) {}
+  ImageArea(QPDFObjectHandle resources, double det, int depth, int* forms_left)
+      : resources_(resources), det_(det), depth_(depth), forms_left_(forms_left) {}
   double area = 0;
 
   void handleObject(QPDFObjectHandle obj) override {
@@ -103,12 +106,12 @@ class ImageArea final : public QPDFObjectHandle::ParserCallbacks {
     QPDFObjectHandle dict = x.getDict();
     if (dict.getKey("/Subtype").isNameAndEquals("/Image")) {
       area += std::abs(det_);
-    } else if (dict.getKey("/Subtype").isNameAndEquals("/Form") && depth_ > 0) {
+    } else if (dict.getKey("/Subtype").isNameAndEquals("/Form") && depth_ > 0 && --*forms_left_ >= 0) {
       QPDFObjectHandle matrix = dict.getKey("/Matrix");
       double det = det_;
       if (matrix.isArray() && matrix.getArrayNItems() == 6) det *= determinant(matrix.getArrayAsVector());
       QPDFObjectHandle own = dict.getKey("/Resources");
-      ImageArea inner(own.isDictionary() ? own : resources_, det, depth_ - 1);
+      ImageArea inner(own.isDictionary() ? own : resources_, det, depth_ - 1, forms_left_);
       x.parseAsContents(&inner);
       area += inner.area;
     }
@@ -117,21 +120,23 @@ class ImageArea final : public QPDFObjectHandle::ParserCallbacks {
   QPDFObjectHandle resources_;
   double det_;
   int depth_;
+  int* forms_left_;
   std::vector<double> saved_;
   std::vector<QPDFObjectHandle> operands_;
 };
 
 // True when raster images cover less than half of the page's crop box: text and vector graphics mostly,
 // a born-digital page (a scanned page is one image over the whole page). A page whose content cannot be
-// parsed counts as covered.
+// parsed, or that draws more than 256 form XObjects, counts as covered.
 bool mostly_vector(QPDFPageObjectHelper page) {
   try {
     QPDFObjectHandle::Rectangle box = page.getCropBox().getArrayAsRectangle();
     const double page_area = std::abs((box.urx - box.llx) * (box.ury - box.lly));
     if (!(page_area > 0)) return false;
-    ImageArea images(page.getAttribute("/Resources", false), 1.0, 8);
+    int forms_left = 256;
+    ImageArea images(page.getAttribute("/Resources", false), 1.0, 8, &forms_left);
     page.parseContents(&images);
-    return images.area < 0.5 * page_area;
+    return forms_left >= 0 && images.area < 0.5 * page_area;
   } catch (const std::exception&) {
     return false;
   }
