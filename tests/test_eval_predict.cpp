@@ -861,7 +861,7 @@ TEST(EvalPredict, CliWarnsOnBornDigitalPdfPages) {
   EXPECT_EQ(t["file"], text + "#1");
   EXPECT_EQ(t["page_source"], "pdf-render");
   ASSERT_EQ(t["warnings"].size(), 1u) << t.dump();
-  EXPECT_EQ(t["warnings"][0], kVectorPageWarning);
+  EXPECT_EQ(t["warnings"][0], kBornDigitalWarning);
   EXPECT_NE(r.err.find("warning: " + text + "#1: born-digital page"), std::string::npos) << r.err;
   EXPECT_EQ(i["page_source"], "pdf-render");
   EXPECT_TRUE(i["warnings"].empty()) << i.dump();
@@ -869,7 +869,7 @@ TEST(EvalPredict, CliWarnsOnBornDigitalPdfPages) {
   // The CSV's last column holds the warning (quoted: it has commas and quotes), empty for the other page.
   std::vector<uint8_t> csv = read_file(csv_path);
   const std::string csv_text(csv.begin(), csv.end());
-  std::string quoted = kVectorPageWarning;
+  std::string quoted = kBornDigitalWarning;
   for (size_t at = quoted.find('"'); at != std::string::npos; at = quoted.find('"', at + 2)) quoted.insert(at, "\"");
   EXPECT_NE(csv_text.find(text + ",1,"), std::string::npos) << csv_text;
   EXPECT_NE(csv_text.find(",\"" + quoted + "\"\r\n"), std::string::npos) << csv_text;

@@ -146,11 +146,10 @@ std::vector<std::string> list_image_files(const std::string& dir, bool documents
 inline constexpr int64_t kAutoBatchPixels = 8 * 256 * 256;
 
 // The warning of a born-digital PDF page (DocumentPage::born_digital), in its record's `warnings`.
-inline constexpr const char* kVectorPageWarning =
-    "born-digital page (a PDF page of text and vector graphics, no image over half of it): the model is trained "
-    "and validated "
-    "on scans, and on never-printed pages its decision is unreliable (it flags about half of the untouched "
-    "ones; README, \"What it still misses\")";
+inline constexpr const char* kBornDigitalWarning =
+    "born-digital page (a PDF page of text and vector graphics, no image over half of it): the model is "
+    "trained and validated on scans, and on never-printed pages its decision is unreliable (it flags about "
+    "half of the untouched ones; README, \"What it still misses\")";
 
 struct PredictOptions {
   int64_t window = 0;              // R; 0: the weights' "train_size" metadata, else 512
@@ -158,7 +157,7 @@ struct PredictOptions {
   std::string merge = "blend";     // blend (raised-cosine weights) | max (Syn2Real protocol rule)
   std::string score = "page";      // page (calibrated page score if the weights have one) | window-max
   // Windows per forward pass; 0: kAutoBatchPixels / R² of them (8 at R = 256, 2 at 512, 1 at 768), the
-  // batch that ran A4 pages fastest on the 2-core CPUs measured (docs/eval.md, "Windows per pass").
+  // batch that ran A4 pages fastest on the 2-core CPUs measured (docs/eval.md, "Windows per forward pass").
   int64_t batch = 0;
   std::string dct_source = "auto"; // auto (file for JPEG, pixels otherwise) | file | pixels
   double threshold = 0.5;          // pixel threshold: regions are {p > threshold} (and the overlay's floor)

@@ -255,7 +255,7 @@ Prediction Predictor::predict_page(const DocumentPage& page) {
   Prediction p = page.encoded.empty() ? predict_rgb(page.rgb, {}, page.name) : predict_bytes(page.encoded, page.name);
   p.page = page.page;
   if (page.page > 0) p.page_source = page.source;
-  if (page.born_digital) p.warnings.push_back(kVectorPageWarning);
+  if (page.born_digital) p.warnings.push_back(kBornDigitalWarning);
   return p;
 }
 
