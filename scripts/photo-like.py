@@ -21,13 +21,16 @@ import numpy as np
 from PIL import Image
 
 
+def place(im, s, angle, resample, fill):
+    """The camera's geometry: scaled by s, then turned by angle degrees (the corners filled with fill)."""
+    im = im.resize((round(im.width * s), round(im.height * s)), resample)
+    return im.rotate(angle, resample, expand=True, fillcolor=fill) if angle else im
+
+
 def photo(im, r, angle=0.0):
     """The photo-like copy of an RGB image and its scale; r is the receipt's random.Random."""
     s = r.uniform(0.7, 1.0)
-    im = im.resize((round(im.width * s), round(im.height * s)), Image.BICUBIC)
-    if angle:
-        im = im.rotate(angle, Image.BICUBIC, expand=True, fillcolor=(235, 235, 230))
-    a = np.asarray(im).astype(np.float32)
+    a = np.asarray(place(im, s, angle, Image.BICUBIC, (235, 235, 230))).astype(np.float32)
     h, w = a.shape[:2]
     gy, gx = np.mgrid[0:h, 0:w]
     low, direction = r.uniform(0.8, 0.95), r.uniform(0, 2 * np.pi)
@@ -71,9 +74,7 @@ def dataset(data, out, seed):
         r = random.Random(f"{seed}-{stem[2:]}")  # u-/r-/e- pages of one receipt: one photo
         angle = r.uniform(-2, 2)
         im, s = photo(Image.open(os.path.join(data, "images", name)).convert("RGB"), r, angle)
-        mask = Image.open(os.path.join(data, "masks", stem + ".png")).convert("L")
-        mask = mask.resize((round(mask.width * s), round(mask.height * s)), Image.NEAREST)
-        mask = mask.rotate(angle, Image.NEAREST, expand=True, fillcolor=0)
+        mask = place(Image.open(os.path.join(data, "masks", stem + ".png")).convert("L"), s, angle, Image.NEAREST, 0)
         im.save(os.path.join(out, "images", stem + ".jpg"), quality=r.randint(85, 95))
         mask.save(os.path.join(out, "masks", stem + ".png"))
 
