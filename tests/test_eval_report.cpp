@@ -194,8 +194,7 @@ TEST(EvalReport, CliWritesHtmlReportAndCsv) {
     EXPECT_EQ(row[1], "");
     if (row[0] == bad) {
       ++failed_rows;
-      EXPECT_EQ(row[7], message);
-      for (size_t k = 2; k < 9; ++k) EXPECT_EQ(row[k], k == 7 ? message : "") << k;
+      for (size_t k = 2; k < 9; ++k) EXPECT_EQ(row[k], k == 7 ? message : "") << k;  // only the error column
       continue;
     }
     ASSERT_TRUE(records.count(row[0])) << row[0];
