@@ -206,6 +206,59 @@ TEST(ModelUnits, LinearBackendsMatchFloat64) {
   set_linear_backend(before);
 }
 
+// The model's 1x1 convolutions (oneDNN on float32 CPU tensors, on any thread count) against a float64
+// loop reference, with and without bias, channels_last and contiguous input, forward and gradients.
+TEST(ModelUnits, PointwiseConvMatchesLoopReferenceOnOneAndTwoThreads) {
+  torch::manual_seed(11);
+  const at::Tensor x = torch::randn({2, 12, 5, 7}), w = torch::randn({20, 12, 1, 1}), b = torch::randn({20});
+  const at::Tensor g = torch::randn({2, 20, 5, 7});
+  auto X = x.accessor<float, 4>();
+  auto Wt = w.accessor<float, 4>();
+  auto G = g.accessor<float, 4>();
+  at::Tensor y_ref = at::zeros({2, 20, 5, 7}, at::kDouble), gx_ref = at::zeros({2, 12, 5, 7}, at::kDouble);
+  at::Tensor gw_ref = at::zeros({20, 12, 1, 1}, at::kDouble), gb_ref = at::zeros({20}, at::kDouble);
+  auto Y = y_ref.accessor<double, 4>();
+  auto GX = gx_ref.accessor<double, 4>();
+  auto GW = gw_ref.accessor<double, 4>();
+  auto GB = gb_ref.accessor<double, 1>();
+  for (int n = 0; n < 2; ++n)
+    for (int o = 0; o < 20; ++o)
+      for (int h = 0; h < 5; ++h)
+        for (int q = 0; q < 7; ++q) {
+          double acc = 0;
+          for (int i = 0; i < 12; ++i) {
+            acc += double(X[n][i][h][q]) * Wt[o][i][0][0];
+            GW[o][i][0][0] += double(G[n][o][h][q]) * X[n][i][h][q];
+            GX[n][i][h][q] += double(G[n][o][h][q]) * Wt[o][i][0][0];
+          }
+          Y[n][o][h][q] = acc;
+          GB[o] += G[n][o][h][q];
+        }
+  const at::Tensor bias_ref = b.to(at::kDouble).view({1, 20, 1, 1});
+  const int before = at::get_num_threads();
+  for (int threads : {1, 2})
+    for (bool channels_last : {true, false})
+      for (bool with_bias : {true, false}) {
+        at::set_num_threads(threads);
+        const std::string what = std::to_string(threads) + " thread(s), channels_last " +
+                                 std::to_string(channels_last) + ", bias " + std::to_string(with_bias);
+        at::Tensor xg = (channels_last ? x.contiguous(at::MemoryFormat::ChannelsLast) : x.clone()).requires_grad_(true);
+        at::Tensor wg = w.clone().requires_grad_(true), bg = b.clone().requires_grad_(true);
+        at::Tensor y = model::pointwise_conv(xg, wg, with_bias ? bg : at::Tensor());
+        EXPECT_LT(max_abs_diff(y, with_bias ? y_ref + bias_ref : y_ref), 1e-5) << what;
+        if (channels_last) {
+          EXPECT_TRUE(y.is_contiguous(at::MemoryFormat::ChannelsLast)) << what;
+        }
+        (y * g).sum().backward();
+        EXPECT_LT(max_abs_diff(xg.grad(), gx_ref), 1e-5) << what;
+        EXPECT_LT(max_abs_diff(wg.grad(), gw_ref), 1e-4) << what;
+        if (with_bias) {
+          EXPECT_LT(max_abs_diff(bg.grad(), gb_ref), 1e-4) << what;
+        }
+      }
+  at::set_num_threads(before);
+}
+
 TEST(ModelUnits, ConvNeXtStageWithDownsampleMatchesLoopReference) {
   torch::manual_seed(2);
   model::Stage st(int64_t{3}, int64_t{4}, int64_t{2}, std::vector<double>{0.0, 0.0});

@@ -1,6 +1,8 @@
 // ConvNeXt-V2 building blocks (docs/design.md §2.1).
 #include "model/convnext.h"
 
+#include <ATen/Config.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -68,6 +70,15 @@ GrnImpl::GrnImpl(int64_t channels) {
 
 at::Tensor GrnImpl::forward_after_gelu(const at::Tensor& h) { return ops::gelu_grn(h, weight, bias); }
 
+at::Tensor pointwise_conv(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+#if AT_MKLDNN_ENABLED()
+  if (x.dim() == 4 && x.is_cpu() && !x.is_mkldnn() && x.scalar_type() == at::kFloat &&
+      weight.scalar_type() == at::kFloat && at::globalContext().userEnabledMkldnn())
+    return at::mkldnn_convolution(x, weight, bias, {0, 0}, {1, 1}, {1, 1}, 1);
+#endif
+  return at::conv2d(x, weight, bias);
+}
+
 namespace {
 
 enum class LinearPath { kUnset, kBlas, kOnednn };
@@ -75,7 +86,7 @@ std::atomic<int> g_linear{static_cast<int>(LinearPath::kUnset)};
 std::once_flag g_linear_measured;
 
 at::Tensor linear_as_conv(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
-  const at::Tensor y = at::conv2d(x.permute({0, 3, 1, 2}), weight.view({weight.size(0), weight.size(1), 1, 1}), bias);
+  const at::Tensor y = pointwise_conv(x.permute({0, 3, 1, 2}), weight.view({weight.size(0), weight.size(1), 1, 1}), bias);
   return y.permute({0, 2, 3, 1});
 }
 

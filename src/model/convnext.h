@@ -42,6 +42,11 @@ class GrnImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Grn);
 
+// A 1x1 convolution of x (B,C,H,W) (weight (O,C,1,1), bias (O) or undefined), any memory format: by oneDNN
+// for float32 CPU tensors (at::conv2d sends small batches of 1x1 convolutions on one thread to an
+// im2col + BLAS path, 2-3x slower here), else at::conv2d. Differentiable.
+at::Tensor pointwise_conv(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
+
 // y = x W^T + b on NHWC activations x (B,H,W,C_in), by the linear backend (model.h: BLAS Linear, or a
 // 1x1 oneDNN convolution on the channels_last view when x is a contiguous float32 CPU tensor).
 at::Tensor linear_nhwc(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);

@@ -93,11 +93,12 @@ class MBConvImpl : public torch::nn::Module {
     bn2 = register_module("bn2", bn(c, 1e-3));
   }
   at::Tensor forward(const at::Tensor& x) {
-    at::Tensor y = swish(bn0->forward(expand_conv->forward(x)));
+    at::Tensor y = swish(bn0->forward(pointwise_conv(x, expand_conv->weight, expand_conv->bias)));
     y = swish(bn1->forward(depthwise_conv->forward(y)));
     at::Tensor g = y.mean({2, 3}, /*keepdim=*/true);
-    g = at::sigmoid(se_expand->forward(swish(se_reduce->forward(g))));
-    y = bn2->forward(project_conv->forward(y * g));
+    g = swish(pointwise_conv(g, se_reduce->weight, se_reduce->bias));
+    g = at::sigmoid(pointwise_conv(g, se_expand->weight, se_expand->bias));
+    y = bn2->forward(pointwise_conv(y * g, project_conv->weight, project_conv->bias));
     return x + y;
   }
   torch::nn::Conv2d expand_conv{nullptr}, depthwise_conv{nullptr}, se_reduce{nullptr}, se_expand{nullptr},
@@ -137,7 +138,10 @@ at::Tensor Fph::forward(const at::Tensor& dct, const at::Tensor& qt) {
   const int64_t B = dct.size(0), H = dct.size(1), W = dct.size(2);
   // One-hot over 21 values (DTD's frozen identity embedding).
   at::Tensor x = at::one_hot(dct, 21).to(qt_embed->weight.scalar_type()).permute({0, 3, 1, 2});  // channels_last (B,21,H,W)
-  x = conv2->forward(conv1->forward(x));                                         // (B,16,H,W)
+  x = conv1->forward(x);
+  const auto& c2 = *conv2[0]->as<torch::nn::Conv2dImpl>();  // conv2 = 1x1 conv, BN, ReLU
+  x = conv2[2]->as<torch::nn::ReLUImpl>()->forward(
+      conv2[1]->as<torch::nn::BatchNorm2dImpl>()->forward(pointwise_conv(x, c2.weight, c2.bias)));  // (B,16,H,W)
   at::Tensor q = ops::embedding(qt_embed->weight, qt.clamp(0, 63));              // (B,64,16)
   q = q.view({B, 8, 8, 16}).permute({0, 3, 1, 2}).reshape({B, 16, 1, 8, 1, 8});
   at::Tensor xm = (x.reshape({B, 16, H / 8, 8, W / 8, 8}) * q).reshape({B, 16, H, W});

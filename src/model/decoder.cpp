@@ -35,7 +35,7 @@ DecoderOutput DecoderImpl::forward(const std::vector<at::Tensor>& t, int64_t H, 
   at::Tensor p2 = up_add(t[1], p3).contiguous(at::MemoryFormat::ChannelsLast);
   p2 = run_blocks(refine, p2);
   at::Tensor p1 = up_add(t[0], p2).contiguous(at::MemoryFormat::ChannelsLast);
-  at::Tensor y = head2->forward(at::gelu(head0->forward(p1)));
+  at::Tensor y = pointwise_conv(at::gelu(head0->forward(p1)), head2->weight, head2->bias);
   return {resize_bilinear(y, H, W), p2};
 }
 

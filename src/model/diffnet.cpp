@@ -117,7 +117,7 @@ DiffNetOutput DiffNetImpl::forward(const at::Tensor& rgb, const at::Tensor& dct_
   if (p.dct) {
     at::Tensor fd = p.dct->forward(dct, qt);
     mark("dct");
-    x = p.fuse->forward(at::cat({x, fd}, 1).contiguous(at::MemoryFormat::ChannelsLast));
+    x = model::pointwise_conv(at::cat({x, fd}, 1).contiguous(at::MemoryFormat::ChannelsLast), p.fuse->weight, p.fuse->bias);
   }
   at::Tensor f2 = st[1]->forward_blocks(x);
   mark("rgb.stage2");

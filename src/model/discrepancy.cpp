@@ -110,7 +110,7 @@ DiscrepancyImpl::DiscrepancyImpl(const ModelConfig& cfg, int64_t in_channels) {
 }
 
 at::Tensor DiscrepancyImpl::forward(const at::Tensor& x) {
-  at::Tensor r = reduce->forward(x);
+  at::Tensor r = pointwise_conv(x, reduce->weight, reduce->bias);
   return has_bank ? bank.forward(r, is_training()) : r;
 }
 
