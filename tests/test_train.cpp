@@ -321,6 +321,7 @@ TEST(Checkpoint, ResumeIsExactAndCorruptionIsRejected) {
   TrainOptions part = full;
   part.out = temp_dir("run-part");
   part.stop_after = 4;
+  part.export_fp16 = true;  // asked for at the start only: the resumed run below still writes it
   TrainSummary b1 = run_training(t, m, part);
   EXPECT_EQ(b1.end_step, 4);
   EXPECT_TRUE(b1.model_path.empty());
@@ -330,6 +331,7 @@ TEST(Checkpoint, ResumeIsExactAndCorruptionIsRejected) {
   expect_error_naming([&] { run_training(t, m, part); }, "--resume");
   part.stop_after = 0;
   part.resume = true;
+  part.export_fp16 = false;
   part.workers = 1;  // the loader thread count does not change the stream
   TrainSummary b2 = run_training(t, m, part);
   EXPECT_EQ(b2.start_step, 4);
@@ -339,6 +341,16 @@ TEST(Checkpoint, ResumeIsExactAndCorruptionIsRejected) {
   double worst = 0;
   for (const auto& [name, ta] : wa) worst = std::max(worst, testutil::max_abs_diff(ta, wb.at(name)));
   EXPECT_LE(worst, 1e-6);
+  // The fp16 copy: the final weights rounded to half; none for the run started without it.
+  EXPECT_FALSE(fs::exists(full.out + "/model-fp16.safetensors"));
+  ASSERT_TRUE(fs::exists(part.out + "/model-fp16.safetensors"));
+  auto wh = weights_of(part.out + "/model-fp16.safetensors");
+  ASSERT_EQ(wh.size(), wb.size());
+  for (const auto& [name, tb] : wb) {
+    if (tb.scalar_type() != at::kFloat) continue;
+    EXPECT_EQ(wh.at(name).scalar_type(), at::kHalf) << name;
+    EXPECT_TRUE(at::equal(wh.at(name), tb.to(at::kHalf))) << name;
+  }
   // Same per-step losses in both logs.
   auto losses = [](const std::string& log) {
     std::vector<double> v;

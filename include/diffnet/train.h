@@ -134,12 +134,13 @@ struct TrainState {
   int64_t data_position = 0;  // samples consumed by all ranks (= step * batch * accum * world)
   int64_t world = 1;          // processes of the run that wrote it (metadata world_size; older: 1)
   std::string linear_backend; // the blocks' Linear backend the run uses on a CPU (model.h; "" unknown)
+  bool export_fp16 = false;   // the run was started with --export-fp16 (kept on --resume)
   nlohmann::json config;      // {"model": ModelConfig, "train": TrainConfig}
 };
 
 // Checkpoint file (safetensors): model.<name>, optim.<name>.{exp_avg,exp_avg_sq,step}, rng.cpu (the
 // default CPU generator: drop path), metadata {format: diffnet-checkpoint, step, data_position,
-// config, checksum}. Written atomically (temp file + rename).
+// config, checksum, and world_size, linear_backend, export_fp16 when set}. Written atomically (temp file + rename).
 void save_checkpoint(const std::string& path, DiffNet& model, const AdamW& opt, const TrainState& state);
 // Reads and verifies a checkpoint (format, checksum, names, shapes); Error naming the file otherwise.
 struct CheckpointData {
@@ -161,7 +162,7 @@ struct TrainOptions {
   int64_t stop_after = 0;   // stop after this many steps in this invocation (0: run to cfg.steps)
   int workers = -1;         // override the loader threads (e.g. on resume); -1: keep the config's
   bool quiet = false;       // no progress line
-  bool export_fp16 = false; // also write model-fp16.safetensors
+  bool export_fp16 = false; // also write model-fp16.safetensors (on resume: also if the run was started so)
   double log_interval_s = 10.0;  // progress line interval when stderr is not a terminal
   std::string device = "cpu";    // cpu | cuda | cuda:N (model, optimizer state and batches live there)
   // Data parallelism (dist.h), not owned; null: one process. Rank 0 alone reads and writes the run

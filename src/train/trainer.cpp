@@ -167,9 +167,11 @@ TrainSummary run_training(const TrainConfig& cfg_in, const ModelConfig& mcfg_in,
   TrainState state;
   state.config = {{"model", to_json(mcfg)}, {"train", to_json(cfg)}};
   state.world = world;
+  state.export_fp16 = opt.export_fp16;
   if (opt.resume && lead) {
     restore_checkpoint(ck, model, optim);
     state.step = ck.state.step;
+    state.export_fp16 = state.export_fp16 || ck.state.export_fp16;  // an interrupted run ends as started
     state.data_position = ck.state.data_position;
     if (!quiet) std::fprintf(stderr, "resume: step %lld from %s\n", static_cast<long long>(state.step), ck_path.c_str());
     if (ck.state.world != world)
@@ -353,7 +355,7 @@ TrainSummary run_training(const TrainConfig& cfg_in, const ModelConfig& mcfg_in,
                                                {"train_size", std::to_string(cfg.size)},
                                                {"train_config", to_json(cfg).dump()}};
     save_model(model, sum.model_path, at::kFloat, meta);
-    if (opt.export_fp16) save_model(model, opt.out + "/model-fp16.safetensors", at::kHalf, meta);
+    if (state.export_fp16) save_model(model, opt.out + "/model-fp16.safetensors", at::kHalf, meta);
   }
   if (dist) dist->barrier("the end of training");  // nobody leaves while rank 0 still writes
   return sum;
