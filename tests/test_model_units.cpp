@@ -146,6 +146,44 @@ TEST(ModelUnits, ConvNeXtBlockMatchesLoopReference) {
   EXPECT_LT(max_abs_diff(ycl, to_tensor(ref)), 1e-10);
 }
 
+namespace {
+
+// y = x W^T (+ b) on NHWC x (N,H,W,C), W (O,C), b (O) or undefined, and the gradients of sum(y * g) for
+// g (N,H,W,O), by float64 loops.
+struct LinearReference {
+  at::Tensor y, gx, gw, gb;
+};
+LinearReference linear_reference(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, const at::Tensor& g) {
+  const int64_t N = x.size(0), H = x.size(1), Q = x.size(2), C = x.size(3), O = w.size(0);
+  LinearReference r{at::zeros({N, H, Q, O}, at::kDouble), at::zeros({N, H, Q, C}, at::kDouble),
+                    at::zeros({O, C}, at::kDouble), at::zeros({O}, at::kDouble)};
+  auto X = x.accessor<float, 4>();
+  auto Wt = w.accessor<float, 2>();
+  auto G = g.accessor<float, 4>();
+  const at::Tensor b_or_0 = b.defined() ? b : at::zeros({O});
+  auto B = b_or_0.accessor<float, 1>();
+  auto Y = r.y.accessor<double, 4>();
+  auto GW = r.gw.accessor<double, 2>();
+  auto GX = r.gx.accessor<double, 4>();
+  auto GB = r.gb.accessor<double, 1>();
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t q = 0; q < Q; ++q)
+        for (int64_t o = 0; o < O; ++o) {
+          double acc = B[o];
+          for (int64_t i = 0; i < C; ++i) {
+            acc += static_cast<double>(X[n][h][q][i]) * Wt[o][i];
+            GW[o][i] += static_cast<double>(G[n][h][q][o]) * X[n][h][q][i];
+            GX[n][h][q][i] += static_cast<double>(G[n][h][q][o]) * Wt[o][i];
+          }
+          Y[n][h][q][o] = acc;
+          GB[o] += G[n][h][q][o];
+        }
+  return r;
+}
+
+}  // namespace
+
 TEST(ModelUnits, LinearBackendsMatchFloat64) {
   // Both ways of computing the blocks' Linear layers (LibTorch's BLAS Linear; the same product as a oneDNN
   // 1x1 convolution on the channels_last view) against float64 loops, values and gradients; then a whole
@@ -155,31 +193,8 @@ TEST(ModelUnits, LinearBackendsMatchFloat64) {
   torch::manual_seed(3);
   const at::Tensor x = torch::randn({2, 5, 7, 12}), w = torch::randn({20, 12}) * 0.3, b = torch::randn({20});
   const at::Tensor g = torch::randn({2, 5, 7, 20});
-  at::Tensor y_ref = at::zeros({2, 5, 7, 20}, at::kDouble), gw_ref = at::zeros({20, 12}, at::kDouble);
-  at::Tensor gx_ref = at::zeros({2, 5, 7, 12}, at::kDouble), gb_ref = at::zeros({20}, at::kDouble);
-  {
-    auto X = x.accessor<float, 4>();
-    auto Wt = w.accessor<float, 2>();
-    auto B = b.accessor<float, 1>();
-    auto G = g.accessor<float, 4>();
-    auto Y = y_ref.accessor<double, 4>();
-    auto GW = gw_ref.accessor<double, 2>();
-    auto GX = gx_ref.accessor<double, 4>();
-    auto GB = gb_ref.accessor<double, 1>();
-    for (int n = 0; n < 2; ++n)
-      for (int h = 0; h < 5; ++h)
-        for (int q = 0; q < 7; ++q)
-          for (int o = 0; o < 20; ++o) {
-            double acc = B[o];
-            for (int i = 0; i < 12; ++i) {
-              acc += static_cast<double>(X[n][h][q][i]) * Wt[o][i];
-              GW[o][i] += static_cast<double>(G[n][h][q][o]) * X[n][h][q][i];
-              GX[n][h][q][i] += static_cast<double>(G[n][h][q][o]) * Wt[o][i];
-            }
-            Y[n][h][q][o] = acc;
-            GB[o] += G[n][h][q][o];
-          }
-  }
+  const LinearReference lin = linear_reference(x, w, b, g);
+  const at::Tensor &y_ref = lin.y, &gx_ref = lin.gx, &gw_ref = lin.gw, &gb_ref = lin.gb;
   torch::manual_seed(4);
   model::ConvNeXtBlock blk(6);
   randomize(*blk);
@@ -212,28 +227,11 @@ TEST(ModelUnits, PointwiseConvMatchesLoopReferenceOnOneAndTwoThreads) {
   torch::manual_seed(11);
   const at::Tensor x = torch::randn({2, 12, 5, 7}), w = torch::randn({20, 12, 1, 1}), b = torch::randn({20});
   const at::Tensor g = torch::randn({2, 20, 5, 7});
-  auto X = x.accessor<float, 4>();
-  auto Wt = w.accessor<float, 4>();
-  auto G = g.accessor<float, 4>();
-  at::Tensor y_ref = at::zeros({2, 20, 5, 7}, at::kDouble), gx_ref = at::zeros({2, 12, 5, 7}, at::kDouble);
-  at::Tensor gw_ref = at::zeros({20, 12, 1, 1}, at::kDouble), gb_ref = at::zeros({20}, at::kDouble);
-  auto Y = y_ref.accessor<double, 4>();
-  auto GX = gx_ref.accessor<double, 4>();
-  auto GW = gw_ref.accessor<double, 4>();
-  auto GB = gb_ref.accessor<double, 1>();
-  for (int n = 0; n < 2; ++n)
-    for (int o = 0; o < 20; ++o)
-      for (int h = 0; h < 5; ++h)
-        for (int q = 0; q < 7; ++q) {
-          double acc = 0;
-          for (int i = 0; i < 12; ++i) {
-            acc += double(X[n][i][h][q]) * Wt[o][i][0][0];
-            GW[o][i][0][0] += double(G[n][o][h][q]) * X[n][i][h][q];
-            GX[n][i][h][q] += double(G[n][o][h][q]) * Wt[o][i][0][0];
-          }
-          Y[n][o][h][q] = acc;
-          GB[o] += G[n][o][h][q];
-        }
+  // A 1x1 convolution is the linear product over channels at each pixel: the reference on the NHWC view.
+  const auto nhwc = [](const at::Tensor& t) { return t.permute({0, 2, 3, 1}).contiguous(); };
+  const LinearReference ref = linear_reference(nhwc(x), w.view({20, 12}), at::Tensor(), nhwc(g));
+  const at::Tensor y_ref = ref.y.permute({0, 3, 1, 2}), gx_ref = ref.gx.permute({0, 3, 1, 2});
+  const at::Tensor gw_ref = ref.gw.view({20, 12, 1, 1}), gb_ref = ref.gb;
   const at::Tensor bias_ref = b.to(at::kDouble).view({1, 20, 1, 1});
   const int before = at::get_num_threads();
   for (int threads : {1, 2})
