@@ -7,7 +7,10 @@
 #include <fstream>
 #include <thread>
 
+#include <mutex>
 #include <set>
+
+#include <ATen/Parallel.h>
 
 #include "diffnet/common.h"
 #include "testing.h"
@@ -126,6 +129,34 @@ TEST(Common, AutoThreadsLeaveTheCoresOthersUse) {
   EXPECT_FALSE(threads_are_auto());
   EXPECT_EQ(refresh_threads(), 1);
   init_runtime(0);  // back to what the other tests run with
+}
+
+// A thread's own count holds in its parallel regions (even with the setting made before its first ATen op,
+// which applies the process's count lazily), and the process's count is left alone.
+TEST(Common, ThisThreadThreadsAppliesToThatThreadOnly) {
+  const int process = at::get_num_threads();
+  auto thread_ids_of_a_parallel_loop = [] {
+    std::mutex m;
+    std::set<int> ids;
+    at::parallel_for(0, 256, 1, [&](int64_t, int64_t) {
+      std::lock_guard<std::mutex> lock(m);
+      ids.insert(at::get_thread_num());
+    });
+    return ids.size();
+  };
+  size_t ids_one = 0, ids_default = 0;
+  int reported_one = 0;
+  std::thread([&] {
+    set_this_thread_threads(1);
+    ids_one = thread_ids_of_a_parallel_loop();
+    reported_one = at::get_num_threads();
+  }).join();
+  std::thread([&] { ids_default = thread_ids_of_a_parallel_loop(); }).join();
+  EXPECT_EQ(ids_one, 1u);
+  EXPECT_EQ(reported_one, 1);
+  EXPECT_EQ(at::get_num_threads(), process);
+  // A thread without the setting runs the process's count (so the test above could fail).
+  if (process > 1) EXPECT_GT(ids_default, 1u);
 }
 
 TEST(Common, Utf8ValidationAndHex) {

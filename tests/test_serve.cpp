@@ -1,4 +1,5 @@
 // `diffnet serve`: a server on an ephemeral port in a thread, exercised with httplib's client.
+#include <ATen/Parallel.h>
 #include <httplib.h>
 
 #include <arpa/inet.h>
@@ -105,6 +106,33 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 }
 
 }  // namespace
+
+// An inference slot's thread count (serve --workers N gives each a share of the cores) is reported by
+// /health, holds on the connection thread that runs the page, and leaves the process's count alone.
+TEST(Serve, SlotThreadsAreTheSlotsOwn) {
+  const int process = at::get_num_threads();
+  ServeOptions o = test_options(200 * 1024);
+  o.threads_per_slot = 1;
+  RunningServer rs(o);
+  httplib::Client cli("127.0.0.1", rs.server.port());
+  cli.set_read_timeout(120, 0);
+  auto health = wait_health(cli);
+  ASSERT_TRUE(health);
+  EXPECT_EQ(body_json(health)["threads_per_slot"], 1);
+  const std::vector<uint8_t> png = encode_png(testutil::test_page(50, 90, 21));
+  auto r = cli.Post("/predict", reinterpret_cast<const char*>(png.data()), png.size(), "image/png");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  Predictor local(load_weights(testutil::tiny_model().path), PredictOptions{});
+  EXPECT_NEAR(body_json(r)["image_score"].get<double>(), local.predict_bytes(png, "upload").image_score, 1e-5);
+  EXPECT_EQ(at::get_num_threads(), process);
+  // Without the option a slot runs the process's count.
+  RunningServer plain(200 * 1024);
+  httplib::Client cli2("127.0.0.1", plain.server.port());
+  auto h2 = wait_health(cli2);
+  ASSERT_TRUE(h2);
+  EXPECT_EQ(body_json(h2)["threads_per_slot"], process);
+}
 
 TEST(Serve, PredictHealthPageAndErrors) {
   RunningServer rs(200 * 1024);

@@ -34,6 +34,11 @@ int auto_threads();
 int refresh_threads();
 // True when init_runtime chose the thread count itself (no -t, no $DIFFNET_THREADS).
 bool threads_are_auto();
+// Sets the compute threads (OpenMP/ATen/oneDNN team size) of the calling thread only, at least 1; the
+// process's count and other threads keep theirs. For threads that share the cores with others (loader
+// workers, concurrent inference slots). Call it in that thread before its first ATen op, and again
+// whenever the process count may have been reapplied there.
+void set_this_thread_threads(int threads);
 
 // Whole file as bytes; throws Error(path, reason) when it cannot be read.
 std::vector<uint8_t> read_file(const std::string& path);

@@ -32,6 +32,9 @@ struct ServeOptions {
   int read_timeout_s = 10;                      // a client silent this long while sending is dropped
   int keep_alive_timeout_s = 5;                 // an idle keep-alive connection is closed after this
   int connection_threads = 64;                  // at least workers + max_queue + 4
+  // Compute threads of each inference slot while it runs a page (0: the process's count). Slots that run
+  // at once share the cores: `diffnet serve --workers N` gives each max(1, threads / N).
+  int threads_per_slot = 0;
   // PDF/TIFF uploads: one record per page, {"file", "pages": [...]}; each page is admitted (and its pixels
   // limited: PredictOptions::max_pixels) on its own. More pages than documents.max_pages get 400.
   DocumentOptions documents = [] {

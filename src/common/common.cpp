@@ -112,6 +112,13 @@ int init_runtime(int threads) {
 
 bool threads_are_auto() { return g_auto_threads; }
 
+void set_this_thread_threads(int threads) {
+  // ATen applies the process's count to a thread lazily, at its first parallel op: run that first, or it
+  // would later overwrite this thread's setting.
+  at::internal::lazy_init_num_threads();
+  omp_set_num_threads(std::max(threads, 1));
+}
+
 int refresh_threads() {
   if (g_auto_threads) apply_threads(auto_threads());
   return g_threads;

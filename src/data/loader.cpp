@@ -1,6 +1,4 @@
 // Source mixing, batching and the prefetching worker threads.
-#include <ATen/Parallel.h>
-#include <omp.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -237,11 +235,8 @@ TrainSample DataLoader::State::build(const MixtureSampler::Pick& pick) {
 }
 
 void DataLoader::State::worker_loop() {
-  // Workers do single-threaded work: keep this thread's OpenMP/ATen teams at 1 (per-thread setting;
-  // the trainer's intra-op thread count is untouched). The lazy init must run first or it would
-  // reset the count on the first ATen parallel op.
-  at::internal::lazy_init_num_threads();
-  omp_set_num_threads(1);
+  // Workers do single-threaded work (the trainer's intra-op thread count is untouched).
+  set_this_thread_threads(1);
   if (cfg_.worker_nice > 0) {
     errno = 0;
     int current = getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)));

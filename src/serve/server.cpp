@@ -1,5 +1,6 @@
 #include "diffnet/serve.h"
 
+#include <ATen/Parallel.h>
 #include <httplib.h>
 
 #include <algorithm>
@@ -186,6 +187,7 @@ struct Server::Impl {
       ~Release() { a.release(t); }
     } release{admission, ticket};
     Predictor& predictor = slots[size_t(ticket.slot)];
+    if (opt.threads_per_slot > 0) set_this_thread_threads(opt.threads_per_slot);  // this connection thread
     Prediction p = predict(predictor);
     record = prediction_to_json(p);
     OverlayOptions ov;
@@ -252,6 +254,7 @@ struct Server::Impl {
                           {"window", any().window()},
                           {"calibrated", any().model().calibration.has_value()},
                           {"workers", slots.size()},
+                          {"threads_per_slot", opt.threads_per_slot > 0 ? opt.threads_per_slot : at::get_num_threads()},
                           {"running", st.running},
                           {"waiting", st.waiting}};
       res.set_content(j.dump(), "application/json");

@@ -1,4 +1,7 @@
 // diffnet serve [--host H] [--port P] [--weights W]: HTTP service (POST /predict, GET /health, GET /).
+#include <ATen/Parallel.h>
+
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <memory>
@@ -33,6 +36,8 @@ void run(ServeCli& o) {
   if (o.workers < 1 || o.workers > 64) throw Error("--workers", "must be in 1..64");
   if (!(o.max_queued_mpix > 0)) throw Error("--max-queued-mpix", "must be > 0");
   o.serve.max_queued_pixels = int64_t(o.max_queued_mpix * 1e6);
+  // Slots busy at once must not each take every core (a parallel region waits for its slowest thread).
+  if (o.workers > 1) o.serve.threads_per_slot = std::max(1, at::get_num_threads() / o.workers);
   std::vector<Predictor> slots;
   LoadedModel loaded = choose_weights(o.weights, o.random_weights);  // read once, copied per slot
   for (int i = 1; i < o.workers; ++i) slots.emplace_back(copy_model(loaded), o.predict);
@@ -40,9 +45,10 @@ void run(ServeCli& o) {
   Server server(std::move(slots), o.serve);
   server.bind();
   std::fprintf(stderr,
-               "serve: listening on http://%s:%d/ (POST /predict, GET /health); %d inference slot(s), up to %d "
-               "waiting; Ctrl-C stops\n",
-               o.serve.host.c_str(), server.port(), o.workers, o.serve.max_queue);
+               "serve: listening on http://%s:%d/ (POST /predict, GET /health); %d inference slot(s) of %d "
+               "thread(s), up to %d waiting; Ctrl-C stops\n",
+               o.serve.host.c_str(), server.port(), o.workers,
+               o.serve.threads_per_slot > 0 ? o.serve.threads_per_slot : at::get_num_threads(), o.serve.max_queue);
   g_server = &server;
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
