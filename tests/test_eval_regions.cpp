@@ -2,6 +2,8 @@
 // and max-merge.
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <map>
 
 #include "diffnet/common.h"
 #include "diffnet/predict.h"
@@ -22,6 +24,68 @@ at::Tensor draw(const std::vector<std::string>& rows) {
   return t;
 }
 }  // namespace
+
+// find_regions with a gap against a direct O(n^2) union of hot pixels at most gap + 1 apart (Chebyshev),
+// on random sparse maps: the same regions (box, area, peak, mean).
+TEST(EvalRegions, GapJoinsHotPixelsAtMostGapPlusOneApart) {
+  at::manual_seed(7);
+  for (int64_t gap : {0, 1, 2, 3, 8}) {
+    for (int trial = 0; trial < 4; ++trial) {
+      const int64_t H = 23 + trial * 5, W = 31 + trial * 3;
+      at::Tensor p = at::rand({H, W}, at::kDouble);
+      p = at::where(at::rand({H, W}, at::kDouble) < 0.06, p * 0.5 + 0.5, p * 0.4).to(at::kFloat);
+      const float* pp = p.data_ptr<float>();
+      std::vector<int64_t> hot;
+      for (int64_t i = 0; i < H * W; ++i)
+        if (pp[i] > 0.5f) hot.push_back(i);
+      std::vector<size_t> parent(hot.size());
+      for (size_t i = 0; i < hot.size(); ++i) parent[i] = i;
+      std::function<size_t(size_t)> root = [&](size_t i) { return parent[i] == i ? i : parent[i] = root(parent[i]); };
+      for (size_t i = 0; i < hot.size(); ++i)
+        for (size_t j = i + 1; j < hot.size(); ++j) {
+          const int64_t dy = std::abs(hot[i] / W - hot[j] / W), dx = std::abs(hot[i] % W - hot[j] % W);
+          if (std::max(dy, dx) <= gap + 1) parent[root(i)] = root(j);
+        }
+      struct Want {
+        int64_t x0 = 1 << 30, y0 = 1 << 30, x1 = -1, y1 = -1, area = 0;
+        double sum = 0, peak = 0;
+      };
+      std::map<size_t, Want> groups;
+      for (size_t i = 0; i < hot.size(); ++i) {
+        Want& g = groups[root(i)];
+        const int64_t y = hot[i] / W, x = hot[i] % W;
+        g.x0 = std::min(g.x0, x), g.x1 = std::max(g.x1, x), g.y0 = std::min(g.y0, y), g.y1 = std::max(g.y1, y);
+        ++g.area, g.sum += pp[hot[i]], g.peak = std::max(g.peak, double(pp[hot[i]]));
+      }
+      std::vector<Region> got = find_regions(p, 0.5, 2, gap);
+      size_t kept = 0;
+      for (const auto& [r, g] : groups) {
+        if (g.area < 2) continue;
+        ++kept;
+        auto it = std::find_if(got.begin(), got.end(), [&](const Region& q) { return q.x == g.x0 && q.y == g.y0 && q.area == g.area; });
+        ASSERT_NE(it, got.end()) << "gap " << gap << " trial " << trial << ": region at " << g.x0 << "," << g.y0;
+        EXPECT_EQ(it->w, g.x1 - g.x0 + 1);
+        EXPECT_EQ(it->h, g.y1 - g.y0 + 1);
+        EXPECT_NEAR(it->peak, g.peak, 1e-6);
+        EXPECT_NEAR(it->mean, g.sum / double(g.area), 1e-6);
+      }
+      EXPECT_EQ(got.size(), kept) << "gap " << gap << " trial " << trial;
+      if (gap == 8) EXPECT_LT(got.size(), find_regions(p, 0.5, 2, 0).size()) << "the gap must join something here";
+    }
+  }
+  // Two words of a line 6 px apart are one region with gap 8, two with gap 4; a third 12 px further stays apart.
+  at::Tensor line = at::zeros({10, 60}, at::kFloat);
+  line.slice(0, 3, 7).slice(1, 2, 12).fill_(0.7f);
+  line.slice(0, 3, 7).slice(1, 18, 28).fill_(0.9f);
+  line.slice(0, 3, 7).slice(1, 40, 50).fill_(0.6f);
+  std::vector<Region> joined = find_regions(line, 0.5, 1, 8);
+  ASSERT_EQ(joined.size(), 2u);
+  EXPECT_EQ(joined[0].x, 2); EXPECT_EQ(joined[0].w, 26); EXPECT_EQ(joined[0].area, 80);
+  EXPECT_NEAR(joined[0].mean, 0.8, 1e-6);
+  EXPECT_NEAR(joined[0].peak, 0.9, 1e-6);
+  EXPECT_EQ(find_regions(line, 0.5, 1, 4).size(), 3u);
+  EXPECT_THROW(find_regions(line, 0.5, 1, -1), Error);
+}
 
 TEST(EvalRegions, ComponentsOfAHandDrawnMask) {
   at::Tensor p = draw({
@@ -94,6 +158,37 @@ TEST(EvalRegions, OverlayColours) {
   for (int64_t y = 22; y < 32; ++y)
     for (int64_t x = 8; x < 34; ++x) white += o[y][x][0].item<int>() == 255 && o[y][x][2].item<int>() == 255;
   EXPECT_GT(white, 10);
+}
+
+// Labels never cover each other: a label whose place above the box is taken goes below it; a region
+// with both places taken keeps its box and no label.
+TEST(EvalRegions, OverlayLabelsDoNotOverlap) {
+  const int64_t H = 80, W = 120;
+  at::Tensor rgb = at::full({H, W, 3}, 200, at::kByte);
+  at::Tensor prob = at::zeros({H, W}, at::kFloat);
+  auto region = [](int64_t x, int64_t y) {
+    Region r;
+    r.x = x, r.y = y, r.w = 6, r.h = 5, r.area = 30, r.peak = 0.75;
+    return r;
+  };
+  const Region a = region(20, 30), b = region(32, 30), c = region(36, 30);  // tabs ("0.75") wider than 12 px
+  auto white_in = [](const at::Tensor& o, int64_t y0, int64_t y1, int64_t x0, int64_t x1) {
+    return ((o.slice(0, y0, y1).slice(1, x0, x1) == 255).all(2)).sum().item<int64_t>();
+  };
+  OverlayOptions opt;
+  opt.legend = false;
+  at::Tensor one = render_overlay(rgb, prob, {a}, opt);
+  at::Tensor two = render_overlay(rgb, prob, {a, b}, opt);
+  at::Tensor three = render_overlay(rgb, prob, {a, b, c}, opt);
+  // A's label above its box; B's place above overlaps it, so B's label is below B's box.
+  const int64_t label = white_in(one, 0, a.y, 0, W);
+  EXPECT_GT(label, 10);
+  EXPECT_EQ(white_in(two, 0, a.y, 0, W), label) << "nothing drawn over A's label";
+  EXPECT_EQ(white_in(one, a.y + a.h, H, 0, W), 0);
+  EXPECT_GT(white_in(two, b.y + b.h, H, b.x - 4, W), 10);
+  EXPECT_EQ(white_in(two, b.y + b.h, H, b.x - 4, W), label) << "the same label, moved";
+  // C: above taken by A's label, below by B's: no label at all.
+  EXPECT_EQ(white_in(three, 0, H, 0, W), 2 * label);
 }
 
 TEST(EvalRegions, OverlayDrawsNothingBelowTheFloor) {

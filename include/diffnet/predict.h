@@ -163,6 +163,7 @@ struct PredictOptions {
   double threshold = 0.5;          // pixel threshold: regions are {p > threshold} (and the overlay's floor)
   double page_threshold = -1;      // decision: image_score > page_threshold; < 0: page_threshold()'s default
   int64_t min_region_area = kDefaultMinRegionArea;
+  int64_t region_gap = kDefaultRegionGap;  // regions join hot areas at most this many pixels apart
   int64_t max_pixels = 100'000'000;  // predict_file/predict_bytes refuse larger images before decoding
   std::string device = "cpu";      // cpu | cuda | cuda:N: the model is moved there, windows run there
   // f32 | bf16 (model and windows in bf16; the zero-sum filters, softmax and merging in f32) | auto (on a
@@ -198,7 +199,7 @@ struct Prediction {
   std::string decision;            // "tampered" (image_score > page_threshold) | "pristine"
   double page_threshold = 0.5;     // the decision's threshold (Predictor::page_threshold())
   double threshold = 0.5;          // the pixel threshold of the regions (PredictOptions::threshold)
-  std::vector<Region> regions;     // find_regions(prob, threshold, min_region_area)
+  std::vector<Region> regions;     // find_regions(prob, threshold, min_region_area, region_gap)
   std::string dct_source;          // "file" | "pixels"
   int64_t jpeg_quality = -1;       // estimated IJG quality of the table used (-1: none, all-ones table)
   int64_t window = 0, stride = 0, num_windows = 0;

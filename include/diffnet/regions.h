@@ -14,7 +14,7 @@ namespace diffnet {
 // float (H, W) probabilities in [0, 1] -> uint8 (H, W) round(p * 255) (half away from zero), clamped.
 at::Tensor prob_to_u8(const at::Tensor& prob);
 
-// One connected component of the thresholded map.
+// One region of the thresholded map (see find_regions).
 struct Region {
   int64_t x = 0, y = 0, w = 0, h = 0;  // bounding box, pixels
   int64_t area = 0;                    // pixels in the component
@@ -25,9 +25,15 @@ struct Region {
 // Default smallest component kept by find_regions: specks of a few pixels are noise, not edits.
 constexpr int64_t kDefaultMinRegionArea = 16;
 
-// 8-connected components of {prob > threshold} with area >= min_area, sorted by area (largest first;
-// ties by y, then x). prob: float (H, W).
-std::vector<Region> find_regions(const at::Tensor& prob, double threshold, int64_t min_area = kDefaultMinRegionArea);
+// Default gap bridged by find_regions in predict/serve: the letters and words of one edited line form
+// one region, not one per glyph (at 150-300 dpi letters stand 1-10 px apart, words 8-25 px).
+constexpr int64_t kDefaultRegionGap = 16;
+
+// Regions of {prob > threshold}: hot pixels joined by chains whose steps are at most gap + 1 pixels
+// (Chebyshev; gap 0: the 8-connected components), kept with area (hot pixels) >= min_area, sorted by
+// area (largest first; ties by y, then x). Box, area, peak and mean count hot pixels only. prob: (H, W).
+std::vector<Region> find_regions(const at::Tensor& prob, double threshold, int64_t min_area = kDefaultMinRegionArea,
+                                 int64_t gap = 0);
 
 // {"bbox": [x, y, w, h], "area": n, "peak": p, "mean": m}
 nlohmann::json region_to_json(const Region& r);
@@ -35,12 +41,13 @@ nlohmann::json region_to_json(const Region& r);
 struct OverlayOptions {
   double floor = 0.5;   // nothing is drawn where p < floor: those pixels keep the input's colour
   bool legend = true;   // colour ramp with its probability labels, bottom-right corner
-  bool labels = true;   // each region's peak probability above its box
+  bool labels = true;   // each region's peak probability above its box (below when taken; none if both are)
 };
 
 // Overlay a person can read: the document as it is wherever p < floor; from the floor up, a colour from
 // amber (p = floor) to red (p = 1) blended over it with an opacity growing from 0.35 to 0.8; a blue
-// rectangle just outside every region's box, labelled with the region's peak probability; a legend.
+// rectangle just outside every region's box, labelled with the region's peak probability (labels never
+// overlap: a region whose places above and below its box are taken keeps its box only); a legend.
 // rgb: uint8 (H, W, 3); prob: float (H, W). Returns uint8 (H, W, 3).
 at::Tensor render_overlay(const at::Tensor& rgb, const at::Tensor& prob, const std::vector<Region>& regions,
                           const OverlayOptions& options = {});

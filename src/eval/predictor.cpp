@@ -196,6 +196,7 @@ Predictor::Predictor(LoadedModel model, PredictOptions options) : impl_(std::mak
   if (o.batch < 0) throw Error("batch", "must be >= 1, or 0 for the automatic batch");
   impl_->batch = o.batch > 0 ? o.batch : std::max<int64_t>(1, kAutoBatchPixels / (impl_->window * impl_->window));
   if (!(o.refine <= 1)) throw Error("refine", "must be at most 1 (0: every window runs; < 0: the pixel threshold)");
+  if (o.region_gap < 0) throw Error("region_gap", "must be >= 0");
   if (o.dct_source != "auto" && o.dct_source != "file" && o.dct_source != "pixels")
     throw Error("dct_source", "expected auto, file or pixels, got '" + o.dct_source + "'");
   if (!(o.threshold >= 0 && o.threshold < 1)) throw Error("threshold", "must be in [0, 1)");
@@ -496,7 +497,7 @@ Prediction Predictor::predict_rgb(const at::Tensor& rgb, const std::vector<uint8
   p.page_threshold = impl_->page_threshold;
   p.threshold = impl_->opt.threshold;
   p.decision = p.image_score > p.page_threshold ? "tampered" : "pristine";
-  p.regions = find_regions(p.prob, impl_->opt.threshold, impl_->opt.min_region_area);
+  p.regions = find_regions(p.prob, impl_->opt.threshold, impl_->opt.min_region_area, impl_->opt.region_gap);
   const double t3 = now_seconds();
   p.timings.dct_ms = (t1 - t0) * 1e3;
   p.timings.model_ms = (t2 - t1) * 1e3;

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdio>
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include "diffnet/common.h"
@@ -18,18 +19,42 @@ at::Tensor prob_to_u8(const at::Tensor& prob) {
   return (prob.to(at::kFloat) * 255.0f).add_(0.5f).floor_().clamp_(0, 255).to(at::kByte);
 }
 
-std::vector<Region> find_regions(const at::Tensor& prob, double threshold, int64_t min_area) {
+std::vector<Region> find_regions(const at::Tensor& prob, double threshold, int64_t min_area, int64_t gap) {
   if (prob.dim() != 2) throw Error("find_regions", "probability map must be (H, W)");
+  if (gap < 0) throw Error("find_regions", "gap must be >= 0");
   at::Tensor p = prob.to(at::kFloat).contiguous();
   const int64_t H = p.size(0), W = p.size(1);
   const float* pp = p.data_ptr<float>();
   const float thr = float(threshold);
+  // Each hot pixel (y, x) stands for the box [y, y + gap] x [x, x + gap] (clipped to the map): two hot
+  // pixels at most gap + 1 apart (Chebyshev) have boxes that overlap or touch, so the 8-connected
+  // components of the union of boxes are the chains of hot pixels with steps of at most gap + 1.
+  // The union is a running window maximum along x, then along y.
+  std::vector<uint8_t> cover(size_t(H * W), 0);
+  for (int64_t y = 0; y < H; ++y) {
+    int64_t last = -1 - gap;  // x of the latest hot pixel in this row
+    for (int64_t x = 0; x < W; ++x) {
+      if (pp[y * W + x] > thr) last = x;
+      cover[size_t(y * W + x)] = x - last <= gap;
+    }
+  }
+  if (gap > 0) {
+    for (int64_t x = 0; x < W; ++x) {
+      int64_t last = -1 - gap;
+      for (int64_t y = 0; y < H; ++y) {
+        uint8_t& c = cover[size_t(y * W + x)];
+        if (c == 1) last = y;
+        c = y - last <= gap ? 2 : 0;  // 2: covered after both passes (the row pass's 1s are read first)
+      }
+    }
+  }
+  const uint8_t covered = gap > 0 ? 2 : 1;
+  // Flood fill (8-connectivity) over the covered pixels; the statistics count hot pixels only.
   std::vector<uint8_t> seen(size_t(H * W), 0);
   std::vector<int64_t> stack;
   std::vector<Region> regions;
   for (int64_t start = 0; start < H * W; ++start) {
     if (seen[start] || !(pp[start] > thr)) continue;
-    // Flood fill (8-connectivity) from `start`.
     Region r;
     int64_t x0 = W, y0 = H, x1 = -1, y1 = -1;
     double sum = 0, peak = 0;
@@ -39,11 +64,13 @@ std::vector<Region> find_regions(const at::Tensor& prob, double threshold, int64
       int64_t i = stack.back();
       stack.pop_back();
       int64_t y = i / W, x = i % W;
-      x0 = std::min(x0, x), x1 = std::max(x1, x);
-      y0 = std::min(y0, y), y1 = std::max(y1, y);
-      ++r.area;
-      sum += pp[i];
-      peak = std::max(peak, double(pp[i]));
+      if (pp[i] > thr) {
+        x0 = std::min(x0, x), x1 = std::max(x1, x);
+        y0 = std::min(y0, y), y1 = std::max(y1, y);
+        ++r.area;
+        sum += pp[i];
+        peak = std::max(peak, double(pp[i]));
+      }
       for (int64_t dy = -1; dy <= 1; ++dy) {
         int64_t ny = y + dy;
         if (ny < 0 || ny >= H) continue;
@@ -51,7 +78,7 @@ std::vector<Region> find_regions(const at::Tensor& prob, double threshold, int64
           int64_t nx = x + dx;
           if (nx < 0 || nx >= W) continue;
           int64_t j = ny * W + nx;
-          if (!seen[j] && pp[j] > thr) {
+          if (!seen[j] && cover[size_t(j)] == covered) {
             seen[j] = 1;
             stack.push_back(j);
           }
@@ -120,6 +147,11 @@ at::Tensor render_overlay(const at::Tensor& rgb, const at::Tensor& prob, const s
   const int s = overlay_text_scale(H, W);
   const int64_t thick = std::max<int64_t>(2, std::min(H, W) / 300);
   const std::array<uint8_t, 3> blue{0, 110, 255}, white{255, 255, 255}, black{0, 0, 0};
+  std::vector<Rect> tabs;  // labels placed so far: a label never covers another one
+  auto overlaps = [&](const Rect& a) {
+    return std::any_of(tabs.begin(), tabs.end(),
+                       [&](const Rect& b) { return a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1; });
+  };
   for (const Region& r : regions) {
     // The rectangle is drawn just outside the box so that the region itself stays visible.
     const int64_t bx0 = r.x - thick, by0 = r.y - thick, bx1 = r.x + r.w + thick, by1 = r.y + r.h + thick;
@@ -131,12 +163,19 @@ at::Tensor render_overlay(const at::Tensor& rgb, const at::Tensor& prob, const s
       char buf[16];
       std::snprintf(buf, sizeof buf, "%.2f", r.peak);
       const int64_t tw = font::text_width(buf, s), th = font::kGlyphH * s;
-      // Label tab above the box (below it when there is no room above), white on blue.
-      int64_t ly = by0 - th - 2 * s;
-      if (ly < 0) ly = by1;
+      // Label tab above the box, else below it (no room above, or another label there), white on blue.
+      // Regions come largest first, so when both places are taken the smaller region goes unlabelled.
       const int64_t lx = std::clamp<int64_t>(bx0, 0, std::max<int64_t>(0, W - tw - 2 * s));
-      font::fill_rect(px, H, W, lx, ly, lx + tw + 2 * s, ly + th + 2 * s, blue);
-      font::draw_text(px, H, W, lx + s, ly + s, buf, s, white);
+      auto tab_at = [&](int64_t ly) { return Rect{lx, ly, lx + tw + 2 * s, ly + th + 2 * s}; };
+      const int64_t above = by0 - th - 2 * s;
+      std::optional<Rect> tab;
+      if (above >= 0 && !overlaps(tab_at(above))) tab = tab_at(above);
+      else if (!overlaps(tab_at(by1))) tab = tab_at(by1);
+      if (tab) {
+        tabs.push_back(*tab);
+        font::fill_rect(px, H, W, tab->x0, tab->y0, tab->x1, tab->y1, blue);
+        font::draw_text(px, H, W, lx + s, tab->y0 + s, buf, s, white);
+      }
     }
   }
   if (o.legend) {

@@ -273,6 +273,8 @@ void add_predict_command(CLI::App& app) {
   sub->add_option("--page-threshold", o->opt.page_threshold,
                   "Decision: tampered when the page score is above this; default the weights' (docs/eval.md)");
   sub->add_option("--min-region", o->opt.min_region_area, "Smallest region reported, in pixels")->capture_default_str();
+  sub->add_option("--region-gap", o->opt.region_gap, "Hot areas at most this many pixels apart form one region (0: touching only)")
+      ->capture_default_str();
   sub->add_option("--overlay-floor", o->overlay_floor, "Overlay draws nothing where p is below this; default the threshold");
   sub->add_flag("--json", o->json, "Print one JSON record per input on stdout");
   sub->add_flag("--table", o->table, "Print a table: file, score, decision, regions (default without --json)");
