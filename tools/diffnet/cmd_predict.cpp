@@ -1,6 +1,7 @@
 // diffnet predict INPUT...: tampering probability map, overlay, regions and image score for whole images
 // of any size (sliding windows on the JPEG grid), one JSON record per input.
 #include <ATen/Parallel.h>
+#include <stdlib.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -21,6 +22,7 @@
 #include "diffnet/predict.h"
 #include "diffnet/prediction_writer.h"
 #include "diffnet/report.h"
+#include "diffnet/synth.h"
 
 namespace diffnet::cli {
 namespace {
@@ -70,8 +72,10 @@ void print_table_row(const Prediction& p, int width) {
   std::fflush(stdout);
 }
 
-// A synthetic A4 page (white, rows of dark "words"), JPEG quality 90: what a scanned document costs.
-std::vector<uint8_t> synthetic_page(int64_t width, int64_t height) {
+// A4 pages for --bench, as JPEG bytes.
+// Rows of solid dark bars on white, quality 90: no real page looks like it, and the model finds something
+// in nearly every window, so coarse-to-fine refines almost all of them (the costly case).
+std::vector<uint8_t> bars_page(int64_t width, int64_t height) {
   at::Tensor page = at::full({height, width, 3}, 250, at::kByte);
   const int64_t line = std::max<int64_t>(height / 60, 8), margin = width / 12;
   for (int64_t y = margin, row = 0; y + line < height - margin; y += 2 * line, ++row)
@@ -84,19 +88,54 @@ std::vector<uint8_t> synthetic_page(int64_t width, int64_t height) {
   return encode_jpeg(page, 90);
 }
 
+// An untouched document rendered by `diffnet synth` (fixed seed, print-scan look, one JPEG save at quality
+// 90) at `dpi`: what a scanned payslip, invoice or statement costs. Made in a temporary folder, removed.
+std::vector<uint8_t> rendered_page(const std::string& layout, int dpi) {
+  std::string dir = (std::filesystem::temp_directory_path() / "diffnet-bench-XXXXXX").string();
+  if (!mkdtemp(dir.data())) throw Error("--bench", "cannot make a temporary folder");
+  struct Remove {
+    std::string dir;
+    ~Remove() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } remove{dir};
+  SynthOptions s;
+  s.out = dir + "/page";
+  s.count = 1;
+  s.seed = 1;
+  s.layouts = {layout};
+  s.dpi_min = s.dpi_max = dpi;
+  s.output_format = "jpeg";
+  s.q1_prob = 0;
+  s.q2_min = s.q2_max = 90;
+  s.pristine_prob = 1;
+  s.print_scan_prob = 1;
+  s.quiet = true;
+  run_synth(s);
+  return read_file(s.out + "/images/00000000.jpg");
+}
+
 void run_bench(Predictor& predictor, int runs) {
   std::printf("benchmark: window %lld, batch %lld, %s, %s, weights %s; %d timed runs after 1 warm-up\n",
               (long long)predictor.window(), (long long)predictor.batch(),
               device_description(predictor.device()).c_str(), predictor.precision().c_str(),
               predictor.model().source.c_str(), runs);
-  std::printf("%-22s %9s %7s %7s %9s %9s %9s %9s\n", "page (median ms)", "windows", "decode", "dct", "model",
+  std::printf("%-32s %9s %7s %7s %9s %9s %9s %9s\n", "page (median ms)", "windows", "decode", "dct", "model",
               "total", "min total", "ms/window");
   struct Page {
-    const char* name;
-    int64_t w, h;
+    std::string name;
+    std::function<std::vector<uint8_t>()> make;
   };
-  for (const Page& pg : {Page{"A4 150 dpi 1240x1754", 1240, 1754}, Page{"A4 300 dpi 2480x3508", 2480, 3508}}) {
-    std::vector<uint8_t> jpeg = synthetic_page(pg.w, pg.h);
+  std::vector<Page> pages;
+  for (int dpi : {150, 300}) {
+    const int64_t w = dpi == 150 ? 1240 : 2480, h = dpi == 150 ? 1754 : 3508;
+    pages.push_back({"A4 " + std::to_string(dpi) + " dpi bars", [w, h] { return bars_page(w, h); }});
+    for (const char* layout : {"invoice", "payslip", "statement"})
+      pages.push_back({"A4 " + std::to_string(dpi) + " dpi " + layout, [layout, dpi] { return rendered_page(layout, dpi); }});
+  }
+  for (const Page& pg : pages) {
+    const std::vector<uint8_t> jpeg = pg.make();
     predictor.predict_bytes(jpeg, pg.name);  // warm-up
     std::vector<PredictTimings> t;
     int64_t windows = 0, planned = 0;  // windows run, of planned
@@ -115,7 +154,7 @@ void run_bench(Predictor& predictor, int runs) {
     auto median = [&](double PredictTimings::*field) { return sorted(field)[t.size() / 2]; };
     double min_total = sorted(&PredictTimings::total_ms).front();
     const std::string run_of = std::to_string(windows) + "/" + std::to_string(planned);
-    std::printf("%-22s %9s %7.0f %7.0f %9.0f %9.0f %9.0f %9.0f\n", pg.name, run_of.c_str(),
+    std::printf("%-32s %9s %7.0f %7.0f %9.0f %9.0f %9.0f %9.0f\n", pg.name.c_str(), run_of.c_str(),
                 median(&PredictTimings::decode_ms), median(&PredictTimings::dct_ms),
                 median(&PredictTimings::model_ms), median(&PredictTimings::total_ms), min_total,
                 sorted(&PredictTimings::model_ms).front() / double(windows));
@@ -281,7 +320,7 @@ void add_predict_command(CLI::App& app) {
   sub->add_flag("-q,--quiet", o->quiet, "No progress line");
   sub->add_option("--device", o->opt.device, "cpu | cuda | cuda:N")->capture_default_str();
   sub->add_option("--precision", o->opt.precision, kPrecisionHelp)->capture_default_str();
-  sub->add_flag("--bench", o->bench, "Time A4 pages at 150 and 300 dpi (synthetic JPEGs) instead of predicting");
+  sub->add_flag("--bench", o->bench, "Time A4 pages at 150 and 300 dpi instead of predicting: bars on white (every window busy) and rendered invoice, payslip, statement");
   sub->add_option("--preset", o->bench_preset, "With --bench or --random-weights: random weights of this preset (e.g. base)");
   sub->add_option("--bench-runs", o->bench_runs, "Timed runs per page for --bench")->capture_default_str();
   sub->callback([o] { run(*o); });
