@@ -79,6 +79,23 @@ TEST(Common, MedianOfOddAndEvenCounts) {
   EXPECT_THROW(median({}), Error);
 }
 
+TEST(Common, TempDirIsPrivateFreshAndRemovedWithItsFiles) {
+  std::string kept;
+  {
+    const TempDir a("diffnet-test"), b("diffnet-test");
+    kept = a.path();
+    EXPECT_NE(a.path(), b.path());
+    EXPECT_EQ(std::filesystem::path(a.path()).parent_path(), std::filesystem::temp_directory_path());
+    EXPECT_EQ(std::filesystem::path(a.path()).filename().string().rfind("diffnet-test-", 0), 0u);
+    ASSERT_TRUE(std::filesystem::is_directory(a.path()));
+    EXPECT_EQ(std::filesystem::status(a.path()).permissions() & std::filesystem::perms::all,
+              std::filesystem::perms::owner_all);
+    std::filesystem::create_directories(a.path() + "/sub");
+    std::ofstream(a.path() + "/sub/f.txt") << "x";
+  }
+  EXPECT_FALSE(std::filesystem::exists(kept));
+}
+
 TEST(Common, StaleTempFilesOfDeadWritersAreRemoved) {
   const std::string dir = testutil::temp_dir("common-stale");
   // A pid that no longer runs: a child that exited and was reaped.
@@ -156,7 +173,9 @@ TEST(Common, ThisThreadThreadsAppliesToThatThreadOnly) {
   EXPECT_EQ(reported_one, 1);
   EXPECT_EQ(at::get_num_threads(), process);
   // A thread without the setting runs the process's count (so the test above could fail).
-  if (process > 1) EXPECT_GT(ids_default, 1u);
+  if (process > 1) {
+    EXPECT_GT(ids_default, 1u);
+  }
 }
 
 TEST(Common, Utf8ValidationAndHex) {

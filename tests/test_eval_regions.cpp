@@ -70,7 +70,9 @@ TEST(EvalRegions, GapJoinsHotPixelsAtMostGapPlusOneApart) {
         EXPECT_NEAR(it->mean, g.sum / double(g.area), 1e-6);
       }
       EXPECT_EQ(got.size(), kept) << "gap " << gap << " trial " << trial;
-      if (gap == 8) EXPECT_LT(got.size(), find_regions(p, 0.5, 2, 0).size()) << "the gap must join something here";
+      if (gap == 8) {
+        EXPECT_LT(got.size(), find_regions(p, 0.5, 2, 0).size()) << "the gap must join something here";
+      }
     }
   }
   // Two words of a line 6 px apart are one region with gap 8, two with gap 4; a third 12 px further stays apart.

@@ -69,6 +69,20 @@ class AtomicFile {
   int fd_ = -1;
 };
 
+// A private folder "<system temp dir>/<prefix>-XXXXXX" (mkdtemp: mode 0700, a fresh name), removed with
+// everything in it when the object goes. Error(prefix, ...) when it cannot be made.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& prefix);
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
 // Removes the temp files that write_file_atomic left in `dir` (not recursive) when its process was
 // killed mid-write ("<name>.tmp.<pid>" whose process no longer runs). Returns how many were removed.
 int remove_stale_temp_files(const std::string& dir);

@@ -144,6 +144,17 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)), tmp_(path_ + 
   if (fd_ < 0) throw Error(path_, std::string("cannot write: ") + std::strerror(errno));
 }
 
+TempDir::TempDir(const std::string& prefix) {
+  std::string name = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
+  if (!::mkdtemp(name.data())) throw Error(prefix, std::string("cannot make a temporary folder: ") + std::strerror(errno));
+  path_ = name;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
 AtomicFile::~AtomicFile() {
   if (fd_ < 0) return;
   ::close(fd_);

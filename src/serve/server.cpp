@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "diffnet/common.h"
 #include "diffnet/image_io.h"
@@ -52,33 +53,27 @@ std::string fmt_seconds(double s) {
 // private temporary folder (removed afterwards) and returned as text.
 class UploadReport {
  public:
-  ~UploadReport() {
-    html_.reset();  // an unfinished report removes its temp files
-    std::error_code ec;
-    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
-  }
   void add(const Prediction& p, const Predictor& predictor, const OverlayOptions& overlay, const at::Tensor& drawn) {
     if (!html_) {
-      std::string tmpl = (std::filesystem::temp_directory_path() / "diffnet-report-XXXXXX").string();
-      if (!mkdtemp(tmpl.data())) throw Error("report", "cannot make a temporary folder for the report");
-      dir_ = tmpl;
+      dir_.emplace("diffnet-report");
       ReportOptions ro;
       ro.model = predictor.model().source;
       ro.threshold = predictor.page_threshold();
       ro.overlay = overlay;
-      html_ = std::make_unique<HtmlReport>(dir_ + "/report.html", ro);
+      html_ = std::make_unique<HtmlReport>(dir_->path() + "/report.html", ro);
     }
     html_->add(p, drawn);
   }
   std::string finish() {
     if (!html_) return "";
     html_->finish();
-    const std::vector<uint8_t> bytes = read_file(dir_ + "/report.html");
+    const std::vector<uint8_t> bytes = read_file(dir_->path() + "/report.html");
     return std::string(bytes.begin(), bytes.end());
   }
 
  private:
-  std::string dir_;
+  // Members go in reverse order: the report (an unfinished one removes its own temp files), then the folder.
+  std::optional<TempDir> dir_;
   std::unique_ptr<HtmlReport> html_;
 };
 

@@ -1,7 +1,6 @@
 // diffnet predict INPUT...: tampering probability map, overlay, regions and image score for whole images
 // of any size (sliding windows on the JPEG grid), one JSON record per input.
 #include <ATen/Parallel.h>
-#include <stdlib.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -91,17 +90,9 @@ std::vector<uint8_t> bars_page(int64_t width, int64_t height) {
 // An untouched document rendered by `diffnet synth` (fixed seed, print-scan look, one JPEG save at quality
 // 90) at `dpi`: what a scanned payslip, invoice or statement costs. Made in a temporary folder, removed.
 std::vector<uint8_t> rendered_page(const std::string& layout, int dpi) {
-  std::string dir = (std::filesystem::temp_directory_path() / "diffnet-bench-XXXXXX").string();
-  if (!mkdtemp(dir.data())) throw Error("--bench", "cannot make a temporary folder");
-  struct Remove {
-    std::string dir;
-    ~Remove() {
-      std::error_code ec;
-      std::filesystem::remove_all(dir, ec);
-    }
-  } remove{dir};
+  const TempDir dir("diffnet-bench");
   SynthOptions s;
-  s.out = dir + "/page";
+  s.out = dir.path() + "/page";
   s.count = 1;
   s.seed = 1;
   s.layouts = {layout};
