@@ -9,7 +9,9 @@
 #   bench/pytorch-vs-cpp.sh [DIFFNET]     env: THREADS (2), ITERS (3), WARMUP (1), PY (python3 with torch),
 #                                         CASES ("preset size batch mode;..." default below), PRELOAD,
 #                                         DEVICE (cpu; cuda: both on the GPU, synchronised per iteration),
-#                                         AMP (0; 1: bf16 autocast on both sides), ROUNDS (2)
+#                                         AMP (0; 1: bf16 autocast on both sides), ROUNDS (2),
+#                                         CPP_DTYPE (f32; bf16: the C++ model converted, as --precision bf16
+#                                         runs it, against the eager port in float32)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${1:-build/diffnet}
@@ -18,6 +20,7 @@ ITERS=${ITERS:-3}
 WARMUP=${WARMUP:-1}
 DEVICE=${DEVICE:-cpu}
 ROUNDS=${ROUNDS:-2}
+CPP_DTYPE=${CPP_DTYPE:-f32}
 AMP_FLAG=()
 [ "${AMP:-0}" = 1 ] && AMP_FLAG=(--amp)
 PY=${PY:-}
@@ -40,10 +43,10 @@ for c in "${list[@]}"; do
   "$BIN" train --print-config --preset "$preset" > "$tmp/$preset.json"
   for round in $(seq "$ROUNDS"); do
     cpp=$("$BIN" -t "$THREADS" bench --preset "$preset" --size "$size" --batch "$batch" --mode "$mode" \
-          --iters "$ITERS" --warmup "$WARMUP" --device "$DEVICE" "${AMP_FLAG[@]}" --json --quiet | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["median_ms"] / 1000)')
+          --iters "$ITERS" --warmup "$WARMUP" --device "$DEVICE" --dtype "$CPP_DTYPE" "${AMP_FLAG[@]}" --json --quiet | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["median_ms"] / 1000)')
     pt=$(LD_PRELOAD=$PRELOAD "$PY" bench/pytorch/diffnet_torch.py bench --config "$tmp/$preset.json" --size "$size" --batch "$batch" \
           --mode "$mode" --iters "$ITERS" --warmup "$WARMUP" --threads "$THREADS" --device "$DEVICE" "${AMP_FLAG[@]}" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["median_s"])')
-    echo "$preset ${size}² batch $batch $mode${AMP_FLAG:+ amp}, round $round: C++ $(printf %.3f "$cpp") s, PyTorch $(printf %.3f "$pt") s," \
+    echo "$preset ${size}² batch $batch $mode${AMP_FLAG:+ amp}, round $round: C++ ($CPP_DTYPE) $(printf %.3f "$cpp") s, PyTorch $(printf %.3f "$pt") s," \
          "PyTorch/C++ $("$PY" -c "print(round($pt / $cpp, 2))")"
   done
 done

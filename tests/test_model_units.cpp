@@ -221,6 +221,42 @@ TEST(ModelUnits, LinearBackendsMatchFloat64) {
   set_linear_backend(before);
 }
 
+// A bf16 block (the model converted for --precision bf16; LayerNorm and GRN compute in float32 on bf16
+// values, the Linear layers run as bf16 1x1 convolutions) against the float64 loop reference of the same
+// bf16-rounded weights and input: within the few bf16 roundings along the way; and each part on its own.
+TEST(ModelUnits, Bf16BlockMatchesFloat64OnTheSameValues) {
+  torch::manual_seed(8);
+  model::ConvNeXtBlock blk(16);
+  randomize(*blk);
+  blk->eval();
+  blk->to(at::kBFloat16);
+  const at::Tensor x = torch::randn({1, 16, 9, 11}).contiguous(at::MemoryFormat::ChannelsLast).to(at::kBFloat16);
+  torch::NoGradGuard no_grad;
+  const at::Tensor y = blk->forward(x);
+  EXPECT_EQ(y.scalar_type(), at::kBFloat16);
+  // The Linear layer alone: the product of bf16 values accumulated in float, rounded once to bf16.
+  const at::Tensor xn = torch::randn({2, 5, 7, 16}).to(at::kBFloat16);
+  const at::Tensor w1 = blk->mlp->fc1->weight, b1 = blk->mlp->fc1->bias;
+  const at::Tensor lin = model::linear_nhwc(xn, w1, b1);
+  EXPECT_EQ(lin.scalar_type(), at::kBFloat16);
+  const at::Tensor lin_ref = at::matmul(xn.to(at::kDouble), w1.to(at::kDouble).t()) + b1.to(at::kDouble);
+  const at::Tensor lin_scale = at::matmul(xn.to(at::kDouble).abs(), w1.to(at::kDouble).abs().t()) + b1.to(at::kDouble).abs();
+  EXPECT_TRUE(((lin.to(at::kDouble) - lin_ref).abs() <= lin_scale * (2.0 / 256)).all().item<bool>());
+  // LayerNorm alone: normalised in float32, rounded once.
+  const at::Tensor ln = model::layer_norm_last(xn, blk->norm->weight, blk->norm->bias, 1e-6);
+  EXPECT_EQ(ln.scalar_type(), at::kBFloat16);
+  const at::Tensor xd = xn.to(at::kDouble);
+  const at::Tensor mu = xd.mean(-1, true), var = (xd - mu).square().mean(-1, true);
+  const at::Tensor ln_ref =
+      (xd - mu) / (var + 1e-6).sqrt() * blk->norm->weight.to(at::kDouble) + blk->norm->bias.to(at::kDouble);
+  EXPECT_TRUE(((ln.to(at::kDouble) - ln_ref).abs() <= ln_ref.abs() * (1.0 / 256) + 1e-3).all().item<bool>());
+  // The whole block against the float64 loops on the same bf16 values.
+  blk->to(at::kDouble);
+  const at::Tensor ref = to_tensor(block_reference(*blk, to_arr(x.to(at::kDouble))));
+  const double err = max_abs_diff(y.to(at::kDouble), ref), scale = ref.abs().max().item<double>();
+  EXPECT_LT(err, 0.02 * scale) << "max err " << err << " of " << scale;
+}
+
 // The model's 1x1 convolutions (oneDNN on float32 CPU tensors, on any thread count) against a float64
 // loop reference, with and without bias, channels_last and contiguous input, forward and gradients.
 TEST(ModelUnits, PointwiseConvMatchesLoopReferenceOnOneAndTwoThreads) {

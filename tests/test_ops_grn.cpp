@@ -13,11 +13,13 @@
 #include <cmath>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "diffnet/common.h"
 #include "diffnet/grn.h"
 #include "ops/env_switch.h"
 #include "ops/grn/cpu/gelu_math.h"
+#include "ops/grn/cpu/grn_kernel.h"
 #include "ops_test_util.h"
 
 namespace {
@@ -112,16 +114,18 @@ TEST(Grn, AllZeroChannelHasAFiniteGradient) {
   EXPECT_LT(rel_err(d.dx.index({"...", keep}), ref.dx.index({"...", keep})), 1e-12);
 }
 
-// Reduced precision, mixed dtypes and frozen inputs take the composite (or skip gradients not asked for).
+// bf16 with gradient, mixed dtypes and frozen inputs take the composite (or skip gradients not asked for).
 TEST(Grn, FallbacksAndGradientsNotAskedFor) {
   torch::manual_seed(15);
   at::Tensor x = at::randn({1, 6, 6, 16}), w = at::randn({16}), b = at::randn({16});
   at::Tensor xb = x.to(at::kBFloat16);
-  EXPECT_FALSE(diffnet::ops::grn_uses_own_kernel(xb, w, b));
+  at::Tensor wt = w.clone().requires_grad_(true);
+  EXPECT_FALSE(diffnet::ops::grn_uses_own_kernel(xb, wt, b));
+  EXPECT_FALSE(diffnet::ops::grn_uses_own_kernel(xb, w.to(at::kDouble), b.to(at::kDouble)));
   EXPECT_FALSE(diffnet::ops::grn_uses_own_kernel(x, w.to(at::kDouble), b));
-  at::Tensor yb = grn(xb, w, b);
+  at::Tensor yb = grn(xb, wt, b);
   EXPECT_EQ(yb.scalar_type(), at::kBFloat16);
-  EXPECT_TRUE(at::equal(yb, grn_composite(xb, w, b)));
+  EXPECT_TRUE(at::equal(yb, grn_composite(xb, wt, b)));
   // Only the weights train (a frozen input): their gradients match the composite's.
   at::Tensor wg = w.clone().requires_grad_(true), bg = b.clone().requires_grad_(true);
   grn(x, wg, bg).square().sum().backward();
@@ -245,13 +249,13 @@ TEST(GeluGrn, Float32GeluAgainstFloat64) {
   EXPECT_NEAR(diffnet::ops::cpu::gelu_derivative(0.0f), 0.5f, 1e-7f);
 }
 
-// bf16 activations take at::gelu and the composite; a non-contiguous input is read correctly.
+// bf16 activations with gradient take at::gelu and the composite; a non-contiguous input is read correctly.
 TEST(GeluGrn, FallbackAndNonContiguousInput) {
   torch::manual_seed(23);
   at::Tensor h = at::randn({1, 6, 6, 16}), w = at::randn({16}), b = at::randn({16});
-  at::Tensor hb = h.to(at::kBFloat16);
-  EXPECT_FALSE(diffnet::ops::gelu_grn_uses_own_kernel(hb, w, b));
-  EXPECT_TRUE(at::equal(diffnet::ops::gelu_grn(hb, w, b), grn_composite(at::gelu(hb), w, b)));
+  at::Tensor hb = h.to(at::kBFloat16), bt = b.clone().requires_grad_(true);
+  EXPECT_FALSE(diffnet::ops::gelu_grn_uses_own_kernel(hb, w, bt));
+  EXPECT_TRUE(at::equal(diffnet::ops::gelu_grn(hb, w, bt), grn_composite(at::gelu(hb), w, bt)));
   at::Tensor nchw = at::randn({2, 24, 6, 7}, at::kDouble);
   at::Tensor x = nchw.permute({0, 2, 3, 1});
   ASSERT_FALSE(x.is_contiguous());
@@ -262,6 +266,63 @@ TEST(GeluGrn, FallbackAndNonContiguousInput) {
   EXPECT_LT(rel_err(d.y, ref.y), 1e-13);
   EXPECT_LT(rel_err(d.dx, ref.dx), 1e-12);
   EXPECT_EQ(d.dx.sizes(), x.sizes());
+}
+
+// The bf16 storage helpers round as LibTorch does (to nearest, ties to even; infinities, overflow to
+// infinity, subnormals) and load exactly: bit for bit against at::Tensor::to(kBFloat16); NaN stays NaN.
+TEST(GrnBf16, StorageRoundsAsLibTorch) {
+  using diffnet::ops::cpu::Bf16;
+  std::vector<float> v = {0.0f, -0.0f, 1.0f, -1.5f, 1.00390625f, 1.01171875f, 1.0078125f, 3.3e38f, 3.4e38f,
+                          INFINITY, -INFINITY, NAN, 1e-40f, -1e-39f, 65504.0f, 0.1f};
+  at::Tensor r = at::randn({4000}) * 1000;
+  for (int64_t i = 0; i < r.numel(); ++i) v.push_back(r[i].item<float>());
+  const at::Tensor t = at::from_blob(v.data(), {static_cast<int64_t>(v.size())}, at::kFloat).to(at::kBFloat16);
+  const auto* want = static_cast<const uint16_t*>(t.data_ptr());
+  for (size_t i = 0; i < v.size(); ++i) {
+    Bf16 b{};
+    diffnet::ops::cpu::store(b, v[i]);
+    const float back = diffnet::ops::cpu::load(b);
+    if (std::isnan(v[i])) {  // any NaN (LibTorch's vectorised conversion writes 0xFFFF, its scalar one 0x7FC0)
+      EXPECT_TRUE(std::isnan(back));
+      continue;
+    }
+    ASSERT_EQ(b.bits, want[i]) << "value " << v[i];
+    EXPECT_EQ(back, t[static_cast<int64_t>(i)].item<float>());
+  }
+}
+
+// bf16 inference (no gradient): the fused passes run on bf16 storage with float arithmetic. Against the
+// float64 formula on the same bf16 values, the error is that of rounding g = gelu(h) and y to bf16 (each a
+// relative 2^-8), for bf16 or float32 weights, channel counts on and off a vector register, blocks of
+// positions split and not.
+TEST(GrnBf16, InferenceMatchesFloat64OnTheSameValues) {
+  torch::manual_seed(31);
+  struct Case {
+    int64_t B, H, W, C;
+  };
+  for (const Case& c : {Case{2, 5, 7, 13}, Case{1, 16, 17, 160}, Case{3, 9, 9, 40}}) {
+    for (bool gelu : {false, true})
+      for (at::ScalarType wt : {at::kBFloat16, at::kFloat}) {
+        const std::string name = std::to_string(c.C) + (gelu ? " gelu_grn" : " grn") +
+                                 (wt == at::kFloat ? " float weights" : " bf16 weights");
+        const at::Tensor x = at::randn({c.B, c.H, c.W, c.C}).to(at::kBFloat16);
+        const at::Tensor w = at::randn({c.C}).to(wt), b = at::randn({c.C}).to(wt);
+        ASSERT_TRUE(diffnet::ops::grn_uses_own_kernel(x, w, b)) << name;
+        const at::Tensor y = gelu ? diffnet::ops::gelu_grn(x, w, b) : grn(x, w, b);
+        ASSERT_EQ(y.scalar_type(), at::kBFloat16) << name;
+        const at::Tensor xd = x.to(at::kDouble), wd = w.to(at::kDouble), bd = b.to(at::kDouble);
+        const at::Tensor ref = gelu ? gelu_grn_reference(xd, wd, bd) : grn_composite(xd, wd, bd);
+        const at::Tensor err = (y.to(at::kDouble) - ref).abs();
+        // Per element y = g a + bias: g's rounding (2^-8 of |g a| <= |y| + |bias|; bf16 keeps 8 significant
+        // bits) and y's (2^-8 of |y|), plus the statistics' share of g's rounding.
+        const at::Tensor bound = (ref.abs() + bd.abs()) * (3.0 / 256) + 1e-3 * ref.abs().max();
+        EXPECT_TRUE((err <= bound).all().item<bool>()) << name << " max err " << err.max().item<double>();
+        // And not merely within the bound by luck: the float32 path on the same values agrees as closely.
+        const at::Tensor yf = gelu ? diffnet::ops::gelu_grn(x.to(at::kFloat), w.to(at::kFloat), b.to(at::kFloat))
+                                   : grn(x.to(at::kFloat), w.to(at::kFloat), b.to(at::kFloat));
+        EXPECT_LT(rel_err(y.to(at::kFloat), yf), 6e-3) << name;
+      }
+  }
 }
 
 }  // namespace

@@ -11,8 +11,10 @@ namespace diffnet::ops {
 //   gx[b,c] = sqrt(sum over h,w of x^2),  nx = gx / (mean over c of gx + 1e-6),  y = x + weight * (x * nx) + bias.
 // CPU float32/float64 (x, weight and bias alike): two passes forward (sums of squares, output) and two
 // backward (two sums, input gradient), sums over fixed blocks added in double (same bits for any thread
-// count); once differentiable. Anywhere else (GPU, bf16/half, mixed dtypes) and with
-// $DIFFNET_GRN=aten: grn_composite. A channel that is all zero gets a zero input gradient through gx
+// count); once differentiable. bf16 activations on the CPU without gradient (inference of a bf16 model;
+// weights bf16 or float32): the same two forward passes on bf16 storage with float32 arithmetic and
+// statistics. Anywhere else (GPU, half, bf16 with gradient, mixed dtypes) and with $DIFFNET_GRN=aten:
+// grn_composite. A channel that is all zero gets a zero input gradient through gx
 // (the composite's sqrt gives NaN there).
 at::Tensor grn(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
 

@@ -137,11 +137,12 @@ LoadedModel random_model(const std::string& preset) {
 
 namespace {
 
-// --precision auto on a CPU with native bf16: is bf16 faster here? Not on every such CPU: with LibTorch
-// 1.13, atto's windows ran 1.6x slower in bf16 than in f32 on an AMD EPYC with AVX512-BF16, and faster
-// on a Xeon with AMX. One batch of synthetic windows is timed in each dtype (best of 3 after a warm-up);
-// bf16 is kept only if at least 10 % faster. The model is left in the winner's dtype, its f32 weights
-// restored exactly when f32 wins.
+// --precision auto on a CPU with native bf16: is bf16 faster here? It depends on the CPU and the model's
+// size: on an AMD EPYC with AVX512-BF16, atto's windows run about 1.2x faster in bf16 and base 1.7x (with
+// LayerNorm and GRN computing in float32: docs/model.md); LibTorch 1.13's own bf16 kernels had made
+// atto 1.6x slower there. One batch of synthetic windows is timed in each dtype (best of 3 after a
+// warm-up); bf16 is kept only if at least 10 % faster. The model is left in the winner's dtype, its f32
+// weights restored exactly when f32 wins.
 std::string measure_precision(const std::shared_ptr<DiffNetImpl>& model, int64_t window, int64_t batch) {
   torch::NoGradGuard no_grad;
   at::Tensor canvas = at::randint(0, 256, {window, window, 3}, at::kByte);

@@ -53,6 +53,11 @@ LayerNorm2dImpl::LayerNorm2dImpl(int64_t channels, double eps) : channels_(chann
 at::Tensor layer_norm_last(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps) {
   // bf16 activations with float32 weights (autocast): normalise in float32, as CUDA autocast does by
   // itself; LibTorch 1.13's CPU autocast leaves layer_norm alone and it would reject the mixed dtypes.
+  // A bf16 model on the CPU: in float32 too, back to bf16 (LibTorch 1.13's bf16 CPU layer_norm is ~10x
+  // slower than its float32 one plus the two conversions).
+  if (x.scalar_type() == at::kBFloat16 && weight.scalar_type() == at::kBFloat16 && x.is_cpu())
+    return at::layer_norm(x.to(at::kFloat), {x.size(-1)}, weight.to(at::kFloat), bias.to(at::kFloat), eps)
+        .to(at::kBFloat16);
   const at::Tensor xs = x.scalar_type() == weight.scalar_type() ? x : x.to(weight.scalar_type());
   return at::layer_norm(xs, {x.size(-1)}, weight, bias, eps);
 }
@@ -137,6 +142,10 @@ at::Tensor linear_nhwc(const at::Tensor& x, const at::Tensor& weight, const at::
   const bool conv_applies = x.dim() == 4 && x.is_cpu() && x.scalar_type() == at::kFloat &&
                             weight.scalar_type() == at::kFloat && x.is_contiguous();
   if (conv_applies && linear_path() == LinearPath::kOnednn) return linear_as_conv(x, weight, bias);
+  // bf16 (a bf16 model on the CPU): always as a 1x1 convolution, which LibTorch gives oneDNN's bf16
+  // kernels where the CPU has them; its bf16 BLAS product was as fast to 6x slower (docs/model.md).
+  if (x.dim() == 4 && x.is_cpu() && x.scalar_type() == at::kBFloat16 && weight.scalar_type() == at::kBFloat16)
+    return linear_as_conv(x.contiguous(), weight, bias);
   return at::linear(x, weight, bias);
 }
 

@@ -48,7 +48,8 @@ TORCH_MODULE(Grn);
 at::Tensor pointwise_conv(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
 
 // y = x W^T + b on NHWC activations x (B,H,W,C_in), by the linear backend (model.h: BLAS Linear, or a
-// 1x1 oneDNN convolution on the channels_last view when x is a contiguous float32 CPU tensor).
+// 1x1 oneDNN convolution on the channels_last view when x is a contiguous float32 CPU tensor); bf16 on
+// the CPU always as the 1x1 convolution (at::conv2d: oneDNN's bf16 kernels where the CPU has them).
 at::Tensor linear_nhwc(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
 
 // fc1 (C->4C) -> GELU(erf) -> GRN(4C) -> fc2 (4C->C), on NHWC.

@@ -5,6 +5,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <string>
+#include <type_traits>
 
 #include "diffnet/common.h"
 #include "ops/env_switch.h"
@@ -33,7 +34,7 @@ bool aten_forced() {
 cpu::GrnShape shape_of(const at::Tensor& x) { return {x.size(0), x.size(1) * x.size(2), x.size(3)}; }
 
 // The statistics from the per-channel sums of squares ss (B, C, double): gx = sqrt(ss), nx = gx / (mean
-// over c of gx + eps), and the output's per-channel scale a = 1 + weight * nx in the activations' dtype.
+// over c of gx + eps), and the output's per-channel scale a = 1 + weight * nx in the arithmetic's dtype.
 struct Stats {
   at::Tensor gx, nx, a;
 };
@@ -52,22 +53,35 @@ struct Forward {
   at::Tensor y, g, gx, nx;
 };
 
-Forward fused_forward(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, bool gelu) {
+// The two passes on storage type S (float, double, or cpu::Bf16 for bf16 tensors).
+template <typename S>
+Stats forward_passes(const at::Tensor& x, const at::Tensor& g, const at::Tensor& y, const at::Tensor& weight,
+                     const at::Tensor& bias, bool gelu) {
+  using T = cpu::compute_t<S>;
   const cpu::GrnShape s = shape_of(x);
+  const at::ScalarType ct = std::is_same_v<T, float> ? at::kFloat : at::kDouble;
   at::Tensor ss = at::empty({s.B, s.C}, x.options().dtype(at::kDouble));
+  const at::Tensor b = bias.reshape({s.C}).to(ct).contiguous();
+  auto ptr = [](const at::Tensor& t) { return static_cast<S*>(t.data_ptr()); };
+  if (gelu)
+    cpu::gelu_channel_sums<S>(ptr(x), ptr(g), ss.data_ptr<double>(), s);
+  else
+    cpu::channel_sums<S>(ptr(x), ptr(x), ss.data_ptr<double>(), nullptr, s);
+  Stats st = stats_from_sums(ss, weight, ct);
+  cpu::channel_affine<S>(ptr(g), st.a.data_ptr<T>(), nullptr, nullptr, b.data_ptr<T>(), ptr(y), s);
+  return st;
+}
+
+Forward fused_forward(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, bool gelu) {
   at::Tensor y = at::empty_like(x);
   const at::Tensor g = gelu ? at::empty_like(x) : x;
-  const at::Tensor b = bias.reshape({s.C}).contiguous();
   Stats st;
-  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "grn_forward", [&] {
-    if (gelu)
-      cpu::gelu_channel_sums<scalar_t>(x.data_ptr<scalar_t>(), g.data_ptr<scalar_t>(), ss.data_ptr<double>(), s);
-    else
-      cpu::channel_sums<scalar_t>(x.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(), ss.data_ptr<double>(), nullptr, s);
-    st = stats_from_sums(ss, weight, x.scalar_type());
-    cpu::channel_affine<scalar_t>(g.data_ptr<scalar_t>(), st.a.data_ptr<scalar_t>(), nullptr, nullptr,
-                                  b.data_ptr<scalar_t>(), y.data_ptr<scalar_t>(), s);
-  });
+  switch (x.scalar_type()) {
+    case at::kFloat: st = forward_passes<float>(x, g, y, weight, bias, gelu); break;
+    case at::kDouble: st = forward_passes<double>(x, g, y, weight, bias, gelu); break;
+    case at::kBFloat16: st = forward_passes<cpu::Bf16>(x, g, y, weight, bias, gelu); break;
+    default: throw Error("grn", "no fused kernel for this dtype");
+  }
   return {y, g, st.gx, st.nx};
 }
 
@@ -165,8 +179,11 @@ at::Tensor grn_composite(const at::Tensor& x, const at::Tensor& weight, const at
 
 bool grn_uses_own_kernel(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
   const auto dt = x.scalar_type();
-  return x.dim() == 4 && x.is_cpu() && (dt == at::kFloat || dt == at::kDouble) && weight.scalar_type() == dt &&
-         bias.scalar_type() == dt && weight.is_cpu() && bias.is_cpu() && !aten_forced();
+  if (x.dim() != 4 || !x.is_cpu() || !weight.is_cpu() || !bias.is_cpu() || aten_forced()) return false;
+  if (dt == at::kBFloat16)  // inference: bf16 storage, float arithmetic; weights bf16 (a bf16 model) or float
+    return !wants_grad(x, weight, bias) && weight.scalar_type() == bias.scalar_type() &&
+           (weight.scalar_type() == at::kBFloat16 || weight.scalar_type() == at::kFloat);
+  return (dt == at::kFloat || dt == at::kDouble) && weight.scalar_type() == dt && bias.scalar_type() == dt;
 }
 
 at::Tensor grn(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {

@@ -48,34 +48,36 @@ void block_sums(const GrnShape& s, int64_t width, Rows rows, double* const* out)
 
 }  // namespace
 
-template <typename T>
-void channel_sums(const T* u, const T* v, double* uv, double* u_sum, const GrnShape& s) {
+template <typename S>
+void channel_sums(const S* u, const S* v, double* uv, double* u_sum, const GrnShape& s) {
+  using T = compute_t<S>;
   const int64_t P = s.P, C = s.C;
   double* out[2] = {uv, u_sum};
   block_sums<T>(s, u_sum ? 2 * C : C, [&](int64_t b, int64_t p0, int64_t p1, T* acc) {
     T* a_uv = acc;
     T* a_u = acc + C;  // the u row, when asked for
     for (int64_t p = p0; p < p1; ++p) {
-      const T* ur = u + (b * P + p) * C;
-      const T* vr = v + (b * P + p) * C;
-      for (int64_t c = 0; c < C; ++c) a_uv[c] += ur[c] * vr[c];
+      const S* ur = u + (b * P + p) * C;
+      const S* vr = v + (b * P + p) * C;
+      for (int64_t c = 0; c < C; ++c) a_uv[c] += load(ur[c]) * load(vr[c]);
       if (u_sum)
-        for (int64_t c = 0; c < C; ++c) a_u[c] += ur[c];
+        for (int64_t c = 0; c < C; ++c) a_u[c] += load(ur[c]);
     }
   }, out);
 }
 
-template <typename T>
-void gelu_channel_sums(const T* h, T* g, double* gg, const GrnShape& s) {
+template <typename S>
+void gelu_channel_sums(const S* h, S* g, double* gg, const GrnShape& s) {
+  using T = compute_t<S>;
   const int64_t P = s.P, C = s.C;
   double* out[1] = {gg};
   block_sums<T>(s, C, [&](int64_t b, int64_t p0, int64_t p1, T* acc) {
     for (int64_t p = p0; p < p1; ++p) {
-      const T* hr = h + (b * P + p) * C;
-      T* gr = g + (b * P + p) * C;
+      const S* hr = h + (b * P + p) * C;
+      S* gr = g + (b * P + p) * C;
       for (int64_t c = 0; c < C; ++c) {
-        const T v = gelu_value(hr[c]);
-        gr[c] = v;
+        store(gr[c], gelu_value(load(hr[c])));
+        const T v = load(gr[c]);  // the stored value: what the affine pass reads
         acc[c] += v * v;
       }
     }
@@ -99,23 +101,25 @@ void gelu_grn_input_grad(const T* dy, const T* a, const T* g, const T* k, const 
   });
 }
 
-template <typename T>
-void channel_affine(const T* u, const T* a, const T* v, const T* k, const T* bias, T* out, const GrnShape& s) {
+template <typename S>
+void channel_affine(const S* u, const compute_t<S>* a, const S* v, const compute_t<S>* k, const compute_t<S>* bias,
+                    S* out, const GrnShape& s) {
+  using T = compute_t<S>;
   const int64_t P = s.P, C = s.C;
   std::vector<T> zero(static_cast<size_t>(C), T(0));
   const T* bias_row = bias ? bias : zero.data();
   at::parallel_for(0, s.B * P, 256, [&](int64_t lo, int64_t hi) {
     for (int64_t r = lo; r < hi; ++r) {
       const int64_t b = r / P;
-      const T* ur = u + r * C;
+      const S* ur = u + r * C;
       const T* ar = a + b * C;
-      T* o = out + r * C;
+      S* o = out + r * C;
       if (v) {
-        const T* vr = v + r * C;
+        const S* vr = v + r * C;
         const T* kr = k + b * C;
-        for (int64_t c = 0; c < C; ++c) o[c] = ur[c] * ar[c] + vr[c] * kr[c] + bias_row[c];
+        for (int64_t c = 0; c < C; ++c) store(o[c], load(ur[c]) * ar[c] + load(vr[c]) * kr[c] + bias_row[c]);
       } else {
-        for (int64_t c = 0; c < C; ++c) o[c] = ur[c] * ar[c] + bias_row[c];
+        for (int64_t c = 0; c < C; ++c) store(o[c], load(ur[c]) * ar[c] + bias_row[c]);
       }
     }
   });
@@ -125,6 +129,10 @@ template void channel_sums<float>(const float*, const float*, double*, double*, 
 template void channel_sums<double>(const double*, const double*, double*, double*, const GrnShape&);
 template void gelu_channel_sums<float>(const float*, float*, double*, const GrnShape&);
 template void gelu_channel_sums<double>(const double*, double*, double*, const GrnShape&);
+template void channel_sums<Bf16>(const Bf16*, const Bf16*, double*, double*, const GrnShape&);
+template void gelu_channel_sums<Bf16>(const Bf16*, Bf16*, double*, const GrnShape&);
+template void channel_affine<Bf16>(const Bf16*, const float*, const Bf16*, const float*, const float*, Bf16*,
+                                   const GrnShape&);
 template void gelu_grn_input_grad<float>(const float*, const float*, const float*, const float*, const float*, float*,
                                          const GrnShape&);
 template void gelu_grn_input_grad<double>(const double*, const double*, const double*, const double*, const double*,

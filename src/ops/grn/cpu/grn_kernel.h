@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 namespace diffnet::ops::cpu {
 
@@ -12,22 +13,60 @@ struct GrnShape {
   int64_t B = 0, P = 0, C = 0;  // images, positions per image, channels (innermost)
 };
 
-// uv (B, C) = sum over p of u*v; when u_sum is not null, u_sum (B, C) = sum over p of u. Partial sums
-// over fixed blocks of positions, added in double in a fixed order: the same bits for any thread count.
-template <typename T>
-void channel_sums(const T* u, const T* v, double* uv, double* u_sum, const GrnShape& s);
+// bfloat16 storage (the upper half of a float32's bits), for the inference passes on bf16 activations:
+// loaded exactly into float, stored rounded to nearest even (NaN stays NaN), as LibTorch rounds.
+struct Bf16 {
+  uint16_t bits;
+};
 
-// g = gelu(h) (erf form, cpu/gelu_math.h) and gg (B, C) = sum over p of g*g, in one pass; the same blocks
-// and order as channel_sums.
-template <typename T>
-void gelu_channel_sums(const T* h, T* g, double* gg, const GrnShape& s);
+// The arithmetic type of a storage type: float and double compute in themselves, Bf16 in float.
+template <typename S>
+struct ComputeOf {
+  using type = S;
+};
+template <>
+struct ComputeOf<Bf16> {
+  using type = float;
+};
+template <typename S>
+using compute_t = typename ComputeOf<S>::type;
+
+inline float load(float v) { return v; }
+inline double load(double v) { return v; }
+inline float load(Bf16 v) {
+  const uint32_t u = static_cast<uint32_t>(v.bits) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+inline void store(float& out, float v) { out = v; }
+inline void store(double& out, double v) { out = v; }
+inline void store(Bf16& out, float v) {
+  uint32_t u;
+  std::memcpy(&u, &v, sizeof u);
+  const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+  out.bits = static_cast<uint16_t>((u & 0x7FFFFFFFu) > 0x7F800000u ? 0x7FC0u : rounded);
+}
+
+// uv (B, C) = sum over p of u*v; when u_sum is not null, u_sum (B, C) = sum over p of u. Partial sums
+// over fixed blocks of positions (in compute_t<S>), added in double in a fixed order: the same bits for
+// any thread count. S: float, double or Bf16 (stored values; Bf16 sums in float).
+template <typename S>
+void channel_sums(const S* u, const S* v, double* uv, double* u_sum, const GrnShape& s);
+
+// g = gelu(h) (erf form, cpu/gelu_math.h, computed in compute_t<S> and stored as S) and gg (B, C) = sum
+// over p of g*g of the stored g, in one pass; the same blocks and order as channel_sums.
+template <typename S>
+void gelu_channel_sums(const S* h, S* g, double* gg, const GrnShape& s);
 
 // dh = (dy * a[b,c] + g * k[b,c]) * gelu'(h): GRN's input gradient (see channel_affine) taken through the GELU.
 template <typename T>
 void gelu_grn_input_grad(const T* dy, const T* a, const T* g, const T* k, const T* h, T* dh, const GrnShape& s);
 
-// out = u * a[b,c] + (v ? v * k[b,c] : 0) + (bias ? bias[c] : 0); a and k are (B, C), bias (C).
-template <typename T>
-void channel_affine(const T* u, const T* a, const T* v, const T* k, const T* bias, T* out, const GrnShape& s);
+// out = u * a[b,c] + (v ? v * k[b,c] : 0) + (bias ? bias[c] : 0); a and k are (B, C), bias (C), all three
+// in compute_t<S>; u, v and out stored as S.
+template <typename S>
+void channel_affine(const S* u, const compute_t<S>* a, const S* v, const compute_t<S>* k, const compute_t<S>* bias,
+                    S* out, const GrnShape& s);
 
 }  // namespace diffnet::ops::cpu
