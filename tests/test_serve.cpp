@@ -61,8 +61,8 @@ struct RunningServer {
   Server server;
   std::thread thread;
   explicit RunningServer(size_t max_upload) : RunningServer(test_options(max_upload)) {}
-  explicit RunningServer(const ServeOptions& o)
-      : server(Predictor(load_weights(testutil::tiny_model().path), PredictOptions{}), o) {
+  explicit RunningServer(const ServeOptions& o, const PredictOptions& po = PredictOptions{})
+      : server(Predictor(load_weights(testutil::tiny_model().path), po), o) {
     server.bind();
     thread = std::thread([this] { server.listen(); });
   }
@@ -132,6 +132,24 @@ TEST(Serve, SlotThreadsAreTheSlotsOwn) {
   auto h2 = wait_health(cli2);
   ASSERT_TRUE(h2);
   EXPECT_EQ(body_json(h2)["threads_per_slot"], process);
+  EXPECT_EQ(body_json(h2)["precision"], "f32");
+}
+
+// /health says which precision the slots run (what --precision auto chose at start-up), as records do.
+TEST(Serve, HealthReportsThePrecision) {
+  PredictOptions po;
+  po.precision = "bf16";
+  RunningServer rs(test_options(200 * 1024), po);
+  httplib::Client cli("127.0.0.1", rs.server.port());
+  cli.set_read_timeout(120, 0);
+  auto health = wait_health(cli);
+  ASSERT_TRUE(health);
+  EXPECT_EQ(body_json(health)["precision"], "bf16");
+  const std::vector<uint8_t> png = encode_png(testutil::test_page(50, 90, 22));
+  auto r = cli.Post("/predict", reinterpret_cast<const char*>(png.data()), png.size(), "image/png");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(body_json(r)["precision"], "bf16");
 }
 
 TEST(Serve, PredictHealthPageAndErrors) {

@@ -250,6 +250,7 @@ struct Server::Impl {
                           {"calibrated", any().model().calibration.has_value()},
                           {"workers", slots.size()},
                           {"threads_per_slot", opt.threads_per_slot > 0 ? opt.threads_per_slot : at::get_num_threads()},
+                          {"precision", any().precision()},
                           {"running", st.running},
                           {"waiting", st.waiting}};
       res.set_content(j.dump(), "application/json");
