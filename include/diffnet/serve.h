@@ -35,6 +35,8 @@ struct ServeOptions {
   // Compute threads of each inference slot while it runs a page (0: the process's count). Slots that run
   // at once share the cores: `diffnet serve --workers N` gives each max(1, threads / N).
   int threads_per_slot = 0;
+  // The compute threads a slot runs a page with: threads_per_slot, or the process's count when 0.
+  int slot_threads() const;
   // PDF/TIFF uploads: one record per page, {"file", "pages": [...]}; each page is admitted (and its pixels
   // limited: PredictOptions::max_pixels) on its own. More pages than documents.max_pages get 400.
   DocumentOptions documents = [] {

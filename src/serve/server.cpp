@@ -79,6 +79,8 @@ class UploadReport {
 
 }  // namespace
 
+int ServeOptions::slot_threads() const { return threads_per_slot > 0 ? threads_per_slot : at::get_num_threads(); }
+
 struct Server::Impl {
   std::vector<Predictor> slots;  // one predictor (model copy) per inference slot
   ServeOptions opt;
@@ -249,7 +251,7 @@ struct Server::Impl {
                           {"window", any().window()},
                           {"calibrated", any().model().calibration.has_value()},
                           {"workers", slots.size()},
-                          {"threads_per_slot", opt.threads_per_slot > 0 ? opt.threads_per_slot : at::get_num_threads()},
+                          {"threads_per_slot", opt.slot_threads()},
                           {"precision", any().precision()},
                           {"running", st.running},
                           {"waiting", st.waiting}};

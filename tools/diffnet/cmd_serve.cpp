@@ -48,7 +48,7 @@ void run(ServeCli& o) {
                "serve: listening on http://%s:%d/ (POST /predict, GET /health); %d inference slot(s) of %d "
                "thread(s), up to %d waiting; Ctrl-C stops\n",
                o.serve.host.c_str(), server.port(), o.workers,
-               o.serve.threads_per_slot > 0 ? o.serve.threads_per_slot : at::get_num_threads(), o.serve.max_queue);
+               o.serve.slot_threads(), o.serve.max_queue);
   g_server = &server;
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
