@@ -1,10 +1,12 @@
 // Tests of the train module: focal loss (hand-computed, float64 loop), LR schedule (formula), AdamW (vs
 // torch::optim::AdamW), checkpoints (round trip, corruption), exact resume, the CLI, and a learning
 // test: a tiny DiffNet must learn to localise planted JPEG-compressed regions on held-out images.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include <unistd.h>
 
@@ -72,6 +74,47 @@ TEST(Loss, FocalFloat64LoopAndDiffNetLoss) {
   double cls = (cls_term(0.3, -0.2, 1) + cls_term(1.0, 2.0, 0)) / 2;
   EXPECT_NEAR(lp.cls.item<double>(), cls, 1e-6);
   EXPECT_NEAR(lp.total.item<double>(), num / den + 0.1 * cls, 1e-5);
+}
+
+TEST(Loss, FalseAlarmTermMatchesASortedFloat64Loop) {
+  torch::manual_seed(4);
+  at::Tensor logits = at::randn({3, 2, 6, 5}) * 3;
+  at::Tensor mask = at::zeros({3, 6, 5}, at::kByte);
+  mask[1][2][3] = 1;  // crop 1 has an edit: not counted; crops 0 and 2 are untouched
+  const double frac = 0.1;  // 30 pixels -> k = 3
+  auto a = logits.accessor<float, 4>();
+  double want = 0;
+  for (int b : {0, 2}) {
+    std::vector<double> m;
+    for (int y = 0; y < 6; ++y)
+      for (int x = 0; x < 5; ++x) m.push_back(static_cast<double>(a[b][1][y][x]) - a[b][0][y][x]);
+    std::sort(m.begin(), m.end(), std::greater<double>());
+    double s = 0;
+    for (int i = 0; i < 3; ++i) s += -std::log(1 - 1 / (1 + std::exp(-m[static_cast<size_t>(i)])));
+    want += s / 3;
+  }
+  want /= 3;  // divided by the batch, not by the untouched crops
+  EXPECT_NEAR(false_alarm_loss(logits, mask, frac).item<double>(), want, 1e-5);
+  // In the total with its weight; off (and not computed) at weight 0.
+  DiffNetOutput out{logits, at::zeros({3, 2})};
+  TrainConfig cfg;
+  const double base = diffnet_loss(out, mask, cfg).total.item<double>();
+  cfg.fa_weight = 0.5;
+  cfg.fa_frac = frac;
+  LossParts lp = diffnet_loss(out, mask, cfg);
+  EXPECT_NEAR(lp.fa.item<double>(), want, 1e-5);
+  EXPECT_NEAR(lp.total.item<double>(), base + 0.5 * want, 1e-5);
+  // Every crop edited: zero, with a gradient of zeros.
+  at::Tensor lg = logits.clone().requires_grad_();
+  at::Tensor loss = false_alarm_loss(lg, at::ones({3, 6, 5}, at::kByte), frac);
+  loss.backward();
+  EXPECT_EQ(loss.item<double>(), 0.0);
+  EXPECT_EQ(lg.grad().abs().sum().item<double>(), 0.0);
+  // The gradient reaches only the top pixels of the untouched crops.
+  at::Tensor lg2 = logits.clone().requires_grad_();
+  false_alarm_loss(lg2, mask, frac).backward();
+  EXPECT_EQ(lg2.grad()[1].ne(0).sum().item<int64_t>(), 0);
+  EXPECT_EQ(lg2.grad()[0][1].ne(0).sum().item<int64_t>(), 3);
 }
 
 TEST(Schedule, WarmupCosine) {

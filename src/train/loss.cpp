@@ -1,4 +1,5 @@
 // Focal loss (docs/design.md §4.1) and the learning-rate schedule.
+#include <algorithm>
 #include <cmath>
 
 #include "diffnet/common.h"
@@ -29,6 +30,20 @@ double seg_weight_sum(const at::Tensor& mask, double pos_weight) {
   return static_cast<double>(mask.numel()) + (pos_weight - 1.0) * tampered;
 }
 
+at::Tensor false_alarm_loss(const at::Tensor& seg_logits, const at::Tensor& mask, double frac) {
+  if (seg_logits.dim() != 4 || seg_logits.size(1) != 2 || mask.dim() != 3 || mask.size(0) != seg_logits.size(0))
+    throw Error("false_alarm_loss", "expected logits (B, 2, H, W) and a mask (B, H, W)");
+  const int64_t b = seg_logits.size(0);
+  at::Tensor margin = (seg_logits.select(1, 1) - seg_logits.select(1, 0)).to(at::kFloat).flatten(1);
+  at::Tensor untouched = mask.flatten(1).ne(0).any(1).logical_not();
+  at::Tensor idx = untouched.nonzero().flatten();
+  if (idx.numel() == 0) return margin.sum() * 0.0;  // keeps the graph (and the device)
+  const int64_t n = margin.size(1);
+  const int64_t k = std::clamp<int64_t>(std::llround(frac * static_cast<double>(n)), 1, n);
+  at::Tensor top = std::get<0>(margin.index_select(0, idx).topk(k, 1));
+  return at::softplus(top).mean(1).sum() / static_cast<double>(b);
+}
+
 LossParts diffnet_loss(const DiffNetOutput& out, const at::Tensor& mask, const TrainConfig& cfg, double seg_norm) {
   at::Tensor target = mask.to(at::kLong);
   LossParts l;
@@ -36,6 +51,12 @@ LossParts diffnet_loss(const DiffNetOutput& out, const at::Tensor& mask, const T
   at::Tensor label = target.flatten(1).amax(1);
   l.cls = focal_loss(out.cls_logits, label, cfg.focal_gamma, {1.0, 1.0});
   l.total = l.seg + cfg.cls_weight * l.cls;
+  if (cfg.fa_weight > 0) {
+    l.fa = false_alarm_loss(out.seg_logits, mask, cfg.fa_frac);
+    l.total = l.total + cfg.fa_weight * l.fa;
+  } else {
+    l.fa = at::zeros({}, l.seg.options());
+  }
   return l;
 }
 

@@ -174,6 +174,10 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--weight-decay", a->t.weight_decay, "AdamW weight decay")->capture_default_str();
   cmd->add_option("--pos-weight", a->t.pos_weight, "Focal class weight of tampered pixels")->capture_default_str();
   cmd->add_option("--cls-weight", a->t.cls_weight, "Weight of the image-level loss")->capture_default_str();
+  cmd->add_option("--fa-weight", a->t.fa_weight, "Weight of the false-alarm term on untouched crops (0: off)")
+      ->capture_default_str();
+  cmd->add_option("--fa-frac", a->t.fa_frac, "Share of an untouched crop's pixels the false-alarm term sees")
+      ->capture_default_str();
   cmd->add_option("--seed", a->t.seed, "Seed of init, data order, augmentation, drop path")->capture_default_str();
   cmd->add_option("--workers", a->t.workers, "Data loader threads (0: load on the training thread)")
       ->capture_default_str();
