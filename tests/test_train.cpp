@@ -100,7 +100,7 @@ TEST(Loss, FalseAlarmTermMatchesASortedFloat64Loop) {
   TrainConfig cfg;
   const double base = diffnet_loss(out, mask, cfg).total.item<double>();
   cfg.fa_weight = 0.5;
-  cfg.fa_frac = frac;
+  cfg.topk_frac = frac;
   LossParts lp = diffnet_loss(out, mask, cfg);
   EXPECT_NEAR(lp.fa.item<double>(), want, 1e-5);
   EXPECT_NEAR(lp.total.item<double>(), base + 0.5 * want, 1e-5);
@@ -115,6 +115,46 @@ TEST(Loss, FalseAlarmTermMatchesASortedFloat64Loop) {
   false_alarm_loss(lg2, mask, frac).backward();
   EXPECT_EQ(lg2.grad()[1].ne(0).sum().item<int64_t>(), 0);
   EXPECT_EQ(lg2.grad()[0][1].ne(0).sum().item<int64_t>(), 3);
+}
+
+TEST(Loss, PeakTermMatchesASortedFloat64Loop) {
+  torch::manual_seed(5);
+  at::Tensor logits = at::randn({3, 2, 6, 5}) * 3;
+  at::Tensor mask = at::zeros({3, 6, 5}, at::kByte);
+  mask[0].slice(0, 1, 4).slice(1, 1, 4).fill_(1);  // 9 tampered pixels: k = 3
+  mask[2][5][4] = 1;                                // 1 tampered pixel: k = 1; crop 1 untouched
+  const double frac = 0.1;                          // 30 pixels -> k at most 3
+  auto a = logits.accessor<float, 4>();
+  auto m = mask.accessor<uint8_t, 3>();
+  double want = 0;
+  for (int b : {0, 2}) {
+    std::vector<double> v;
+    for (int y = 0; y < 6; ++y)
+      for (int x = 0; x < 5; ++x)
+        if (m[b][y][x]) v.push_back(static_cast<double>(a[b][1][y][x]) - a[b][0][y][x]);
+    std::sort(v.begin(), v.end(), std::greater<double>());
+    const size_t k = std::min<size_t>(3, v.size());
+    double s = 0;
+    for (size_t i = 0; i < k; ++i) s += -std::log(1 / (1 + std::exp(-v[i])));
+    want += s / static_cast<double>(k);
+  }
+  want /= 3;
+  EXPECT_NEAR(peak_loss(logits, mask, frac).item<double>(), want, 1e-5);
+  DiffNetOutput out{logits, at::zeros({3, 2})};
+  TrainConfig cfg;
+  const double base = diffnet_loss(out, mask, cfg).total.item<double>();
+  cfg.peak_weight = 0.25;
+  cfg.topk_frac = frac;
+  LossParts lp = diffnet_loss(out, mask, cfg);
+  EXPECT_NEAR(lp.peak.item<double>(), want, 1e-5);
+  EXPECT_NEAR(lp.total.item<double>(), base + 0.25 * want, 1e-5);
+  // No edit anywhere: zero; the gradient reaches only tampered pixels.
+  EXPECT_EQ(peak_loss(logits, at::zeros({3, 6, 5}, at::kByte), frac).item<double>(), 0.0);
+  at::Tensor lg = logits.clone().requires_grad_();
+  peak_loss(lg, mask, frac).backward();
+  at::Tensor g = lg.grad().select(1, 1).ne(0);
+  EXPECT_EQ(g.logical_and(mask.eq(0)).sum().item<int64_t>(), 0);
+  EXPECT_EQ(g.sum().item<int64_t>(), 4);
 }
 
 TEST(Schedule, WarmupCosine) {

@@ -34,7 +34,8 @@ struct TrainConfig {
   double pos_weight = 16.0;       // focal class weight of "tampered" (1 for "pristine")
   double cls_weight = 0.1;        // weight of the image-level loss
   double fa_weight = 0.0;         // weight of the false-alarm term on untouched crops (0: off)
-  double fa_frac = 0.01;          // its share of a crop's pixels: the top fa_frac by tampered margin
+  double peak_weight = 0.0;       // weight of the peak term on crops with an edit (0: off)
+  double topk_frac = 0.01;        // both terms' share of a crop's pixels: the top ones by tampered margin
   double focal_gamma = 2.0;
   uint64_t seed = 0;              // model init, data order, augmentation, drop path
   int workers = 2;                // loader threads (does not change the results)
@@ -87,17 +88,21 @@ at::Tensor focal_loss(const at::Tensor& logits, const at::Tensor& target, double
 double seg_weight_sum(const at::Tensor& mask, double pos_weight);
 
 struct LossParts {
-  at::Tensor total;  // seg + cls_weight * cls + fa_weight * fa
-  at::Tensor seg, cls, fa;
+  at::Tensor total;  // seg + cls_weight * cls + fa_weight * fa + peak_weight * peak
+  at::Tensor seg, cls, fa, peak;
 };
 // The false-alarm term: for each crop of mask (B, H, W) with no tampered pixel, the mean of
 // softplus(l1 - l0) = -log(1 - p) over its k = max(1, round(frac * H * W)) pixels of highest tampered
 // margin l1 - l0; summed over those crops and divided by B (0 when every crop has an edit). A page's
 // score is a high quantile of its map, which the mean pixel loss barely sees: this term aims at it.
 at::Tensor false_alarm_loss(const at::Tensor& seg_logits, const at::Tensor& mask, double frac);
+// The peak term, its mirror: for each crop with tampered pixels, the mean of softplus(l0 - l1) = -log p
+// over its k = min(max(1, round(frac * H * W)), tampered pixels) tampered pixels of highest margin;
+// summed over those crops and divided by B. It asks every edit for a confident core.
+at::Tensor peak_loss(const at::Tensor& seg_logits, const at::Tensor& mask, double frac);
 // DiffNet loss on a batch: pixel focal loss with weights [1, pos_weight] on mask (B, H, W), plus the
 // image focal loss (weights [1, 1]) whose target is "any tampered pixel in the crop", plus fa_weight *
-// false_alarm_loss (computed only when fa_weight > 0). seg_norm > 0: the
+// false_alarm_loss + peak_weight * peak_loss (each computed only when its weight is > 0). seg_norm > 0: the
 // pixel loss's denominator (the trainer shares one over an optimizer step's micro-batches and ranks, so
 // that accumulation and data parallelism give the gradient of one big batch).
 LossParts diffnet_loss(const DiffNetOutput& out, const at::Tensor& mask, const TrainConfig& cfg, double seg_norm = 0);

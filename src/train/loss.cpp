@@ -44,6 +44,25 @@ at::Tensor false_alarm_loss(const at::Tensor& seg_logits, const at::Tensor& mask
   return at::softplus(top).mean(1).sum() / static_cast<double>(b);
 }
 
+at::Tensor peak_loss(const at::Tensor& seg_logits, const at::Tensor& mask, double frac) {
+  if (seg_logits.dim() != 4 || seg_logits.size(1) != 2 || mask.dim() != 3 || mask.size(0) != seg_logits.size(0))
+    throw Error("peak_loss", "expected logits (B, 2, H, W) and a mask (B, H, W)");
+  const int64_t b = seg_logits.size(0);
+  at::Tensor margin = (seg_logits.select(1, 1) - seg_logits.select(1, 0)).to(at::kFloat).flatten(1);
+  at::Tensor edited = mask.flatten(1).ne(0);
+  const int64_t n = margin.size(1);
+  const int64_t k_max = std::clamp<int64_t>(std::llround(frac * static_cast<double>(n)), 1, n);
+  at::Tensor counts = edited.sum(1).cpu();
+  at::Tensor total = margin.sum() * 0.0;  // keeps the graph (and the device) when no crop has an edit
+  for (int64_t i = 0; i < b; ++i) {
+    const int64_t t = counts[i].item<int64_t>();
+    if (t == 0) continue;
+    at::Tensor top = std::get<0>(margin[i].masked_select(edited[i]).topk(std::min(k_max, t)));
+    total = total + at::softplus(-top).mean();
+  }
+  return total / static_cast<double>(b);
+}
+
 LossParts diffnet_loss(const DiffNetOutput& out, const at::Tensor& mask, const TrainConfig& cfg, double seg_norm) {
   at::Tensor target = mask.to(at::kLong);
   LossParts l;
@@ -52,10 +71,16 @@ LossParts diffnet_loss(const DiffNetOutput& out, const at::Tensor& mask, const T
   l.cls = focal_loss(out.cls_logits, label, cfg.focal_gamma, {1.0, 1.0});
   l.total = l.seg + cfg.cls_weight * l.cls;
   if (cfg.fa_weight > 0) {
-    l.fa = false_alarm_loss(out.seg_logits, mask, cfg.fa_frac);
+    l.fa = false_alarm_loss(out.seg_logits, mask, cfg.topk_frac);
     l.total = l.total + cfg.fa_weight * l.fa;
   } else {
     l.fa = at::zeros({}, l.seg.options());
+  }
+  if (cfg.peak_weight > 0) {
+    l.peak = peak_loss(out.seg_logits, mask, cfg.topk_frac);
+    l.total = l.total + cfg.peak_weight * l.peak;
+  } else {
+    l.peak = at::zeros({}, l.seg.options());
   }
   return l;
 }

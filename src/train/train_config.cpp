@@ -28,7 +28,8 @@ void visit_fields(C& c, F&& f) {
   f("pos_weight", c.pos_weight);
   f("cls_weight", c.cls_weight);
   f("fa_weight", c.fa_weight);
-  f("fa_frac", c.fa_frac);
+  f("peak_weight", c.peak_weight);
+  f("topk_frac", c.topk_frac);
   f("focal_gamma", c.focal_gamma);
   f("seed", c.seed);
   f("workers", c.workers);
@@ -79,7 +80,8 @@ void validate_train_config(const TrainConfig& c) {
   if (!(c.pos_weight > 0)) bad("pos_weight", "must be positive");
   if (!(c.cls_weight >= 0)) bad("cls_weight", "must be >= 0");
   if (!(c.fa_weight >= 0) || !std::isfinite(c.fa_weight)) bad("fa_weight", "must be >= 0");
-  if (!(c.fa_frac > 0 && c.fa_frac <= 1)) bad("fa_frac", "must be in (0, 1]");
+  if (!(c.peak_weight >= 0) || !std::isfinite(c.peak_weight)) bad("peak_weight", "must be >= 0");
+  if (!(c.topk_frac > 0 && c.topk_frac <= 1)) bad("topk_frac", "must be in (0, 1]");
   if (!(c.focal_gamma >= 0)) bad("focal_gamma", "must be >= 0");
   if (c.workers < 0) bad("workers", "must be >= 0");
   if (c.prefetch < 0) bad("prefetch", "must be >= 0");

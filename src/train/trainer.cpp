@@ -263,7 +263,7 @@ TrainSummary run_training(const TrainConfig& cfg_in, const ModelConfig& mcfg_in,
     }
     const double seg_norm = weight_sum / static_cast<double>(cfg.accum * world);
     // Losses stay on the device; one copy to the host per step decides and logs.
-    at::Tensor sums = at::zeros({4}, at::TensorOptions().dtype(at::kDouble).device(device));
+    at::Tensor sums = at::zeros({5}, at::TensorOptions().dtype(at::kDouble).device(device));
     for (Batch& b : batches) {
       at::Tensor mask = b.mask.to(device, /*non_blocking=*/true);
       LossParts lp;
@@ -274,7 +274,8 @@ TrainSummary run_training(const TrainConfig& cfg_in, const ModelConfig& mcfg_in,
         lp = diffnet_loss(out, mask, cfg, seg_norm);
       }
       (lp.total / static_cast<double>(cfg.accum)).backward();
-      sums += at::stack({lp.total.detach(), lp.seg.detach(), lp.cls.detach(), lp.fa.detach()}).to(at::kDouble) /
+      sums += at::stack({lp.total.detach(), lp.seg.detach(), lp.cls.detach(), lp.fa.detach(),
+                          lp.peak.detach()}).to(at::kDouble) /
               static_cast<double>(cfg.accum);
     }
     batches.clear();
@@ -290,10 +291,10 @@ TrainSummary run_training(const TrainConfig& cfg_in, const ModelConfig& mcfg_in,
     }
     at::Tensor host = at::cat({sums, grad_sq_norm(optim).reshape({1}).to(device)}).cpu();
     const double* hv = host.data_ptr<double>();
-    const double loss = hv[0], seg = hv[1], cls = hv[2], fa = hv[3];
+    const double loss = hv[0], seg = hv[1], cls = hv[2], fa = hv[3], peak = hv[4];
     // A non-finite loss in any micro-batch makes the step's loss (and its gradients) non-finite.
     bool finite = std::isfinite(loss);
-    double gnorm = finite ? std::sqrt(hv[4]) : NAN;
+    double gnorm = finite ? std::sqrt(hv[5]) : NAN;
     if (!std::isfinite(gnorm)) finite = false;
     const double lr = lr_at(cfg, state.step);
     if (finite) {
@@ -324,6 +325,7 @@ TrainSummary run_training(const TrainConfig& cfg_in, const ModelConfig& mcfg_in,
                           {"time", now_seconds() - t_begin}};
     if (!finite) rec["loss"] = nullptr;
     if (cfg.fa_weight > 0) rec["fa_loss"] = fa;
+    if (cfg.peak_weight > 0) rec["peak_loss"] = peak;
     if (dist) rec["allreduce_s"] = allreduce_s;
     if (lead) {
       log << rec.dump() << "\n";

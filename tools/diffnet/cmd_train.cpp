@@ -176,7 +176,9 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--cls-weight", a->t.cls_weight, "Weight of the image-level loss")->capture_default_str();
   cmd->add_option("--fa-weight", a->t.fa_weight, "Weight of the false-alarm term on untouched crops (0: off)")
       ->capture_default_str();
-  cmd->add_option("--fa-frac", a->t.fa_frac, "Share of an untouched crop's pixels the false-alarm term sees")
+  cmd->add_option("--peak-weight", a->t.peak_weight, "Weight of the peak term on crops with an edit (0: off)")
+      ->capture_default_str();
+  cmd->add_option("--topk-frac", a->t.topk_frac, "Share of a crop's pixels the false-alarm and peak terms see")
       ->capture_default_str();
   cmd->add_option("--seed", a->t.seed, "Seed of init, data order, augmentation, drop path")->capture_default_str();
   cmd->add_option("--workers", a->t.workers, "Data loader threads (0: load on the training thread)")
