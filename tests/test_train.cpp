@@ -76,34 +76,56 @@ TEST(Loss, FocalFloat64LoopAndDiffNetLoss) {
   EXPECT_NEAR(lp.total.item<double>(), num / den + 0.1 * cls, 1e-5);
 }
 
+// The top-k terms in float64: for each crop whose mask has (edited) or lacks (!edited) a tampered pixel,
+// the mean of -log(1 - p) (false alarm) or -log p (peak) over the top k margins among its untouched-crop
+// pixels (all of them) or its tampered ones; summed over those crops, divided by the batch.
+double topk_term_float64(const at::Tensor& logits, const at::Tensor& mask, size_t k, bool peak) {
+  auto a = logits.accessor<float, 4>();
+  auto m = mask.accessor<uint8_t, 3>();
+  double sum = 0;
+  for (int64_t b = 0; b < logits.size(0); ++b) {
+    std::vector<double> v;
+    bool edited = false;
+    for (int64_t y = 0; y < logits.size(2); ++y)
+      for (int64_t x = 0; x < logits.size(3); ++x) {
+        edited |= m[b][y][x] != 0;
+        if (!peak || m[b][y][x]) v.push_back(static_cast<double>(a[b][1][y][x]) - a[b][0][y][x]);
+      }
+    if (edited != peak) continue;
+    std::sort(v.begin(), v.end(), std::greater<double>());
+    const size_t n = std::min(k, v.size());
+    double s = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const double p = 1 / (1 + std::exp(-v[i]));
+      s += peak ? -std::log(p) : -std::log(1 - p);
+    }
+    sum += s / static_cast<double>(n);
+  }
+  return sum / static_cast<double>(logits.size(0));
+}
+
+// A term's value in diffnet_loss's parts and, with its weight, in the total (0 weight: not in it).
+void expect_term_in_total(const at::Tensor& logits, const at::Tensor& mask, double frac, double want,
+                          double TrainConfig::*weight, at::Tensor LossParts::*part) {
+  DiffNetOutput out{logits, at::zeros({logits.size(0), 2})};
+  TrainConfig cfg;
+  cfg.topk_frac = frac;
+  const double base = diffnet_loss(out, mask, cfg).total.item<double>();
+  cfg.*weight = 0.5;
+  LossParts lp = diffnet_loss(out, mask, cfg);
+  EXPECT_NEAR((lp.*part).item<double>(), want, 1e-5);
+  EXPECT_NEAR(lp.total.item<double>(), base + 0.5 * want, 1e-5);
+}
+
 TEST(Loss, FalseAlarmTermMatchesASortedFloat64Loop) {
   torch::manual_seed(4);
   at::Tensor logits = at::randn({3, 2, 6, 5}) * 3;
   at::Tensor mask = at::zeros({3, 6, 5}, at::kByte);
-  mask[1][2][3] = 1;  // crop 1 has an edit: not counted; crops 0 and 2 are untouched
+  mask[1][2][3] = 1;        // crop 1 has an edit: not counted; crops 0 and 2 are untouched
   const double frac = 0.1;  // 30 pixels -> k = 3
-  auto a = logits.accessor<float, 4>();
-  double want = 0;
-  for (int b : {0, 2}) {
-    std::vector<double> m;
-    for (int y = 0; y < 6; ++y)
-      for (int x = 0; x < 5; ++x) m.push_back(static_cast<double>(a[b][1][y][x]) - a[b][0][y][x]);
-    std::sort(m.begin(), m.end(), std::greater<double>());
-    double s = 0;
-    for (int i = 0; i < 3; ++i) s += -std::log(1 - 1 / (1 + std::exp(-m[static_cast<size_t>(i)])));
-    want += s / 3;
-  }
-  want /= 3;  // divided by the batch, not by the untouched crops
+  const double want = topk_term_float64(logits, mask, 3, false);
   EXPECT_NEAR(false_alarm_loss(logits, mask, frac).item<double>(), want, 1e-5);
-  // In the total with its weight; off (and not computed) at weight 0.
-  DiffNetOutput out{logits, at::zeros({3, 2})};
-  TrainConfig cfg;
-  const double base = diffnet_loss(out, mask, cfg).total.item<double>();
-  cfg.fa_weight = 0.5;
-  cfg.topk_frac = frac;
-  LossParts lp = diffnet_loss(out, mask, cfg);
-  EXPECT_NEAR(lp.fa.item<double>(), want, 1e-5);
-  EXPECT_NEAR(lp.total.item<double>(), base + 0.5 * want, 1e-5);
+  expect_term_in_total(logits, mask, frac, want, &TrainConfig::fa_weight, &LossParts::fa);
   // Every crop edited: zero, with a gradient of zeros.
   at::Tensor lg = logits.clone().requires_grad_();
   at::Tensor loss = false_alarm_loss(lg, at::ones({3, 6, 5}, at::kByte), frac);
@@ -124,30 +146,9 @@ TEST(Loss, PeakTermMatchesASortedFloat64Loop) {
   mask[0].slice(0, 1, 4).slice(1, 1, 4).fill_(1);  // 9 tampered pixels: k = 3
   mask[2][5][4] = 1;                                // 1 tampered pixel: k = 1; crop 1 untouched
   const double frac = 0.1;                          // 30 pixels -> k at most 3
-  auto a = logits.accessor<float, 4>();
-  auto m = mask.accessor<uint8_t, 3>();
-  double want = 0;
-  for (int b : {0, 2}) {
-    std::vector<double> v;
-    for (int y = 0; y < 6; ++y)
-      for (int x = 0; x < 5; ++x)
-        if (m[b][y][x]) v.push_back(static_cast<double>(a[b][1][y][x]) - a[b][0][y][x]);
-    std::sort(v.begin(), v.end(), std::greater<double>());
-    const size_t k = std::min<size_t>(3, v.size());
-    double s = 0;
-    for (size_t i = 0; i < k; ++i) s += -std::log(1 / (1 + std::exp(-v[i])));
-    want += s / static_cast<double>(k);
-  }
-  want /= 3;
+  const double want = topk_term_float64(logits, mask, 3, true);
   EXPECT_NEAR(peak_loss(logits, mask, frac).item<double>(), want, 1e-5);
-  DiffNetOutput out{logits, at::zeros({3, 2})};
-  TrainConfig cfg;
-  const double base = diffnet_loss(out, mask, cfg).total.item<double>();
-  cfg.peak_weight = 0.25;
-  cfg.topk_frac = frac;
-  LossParts lp = diffnet_loss(out, mask, cfg);
-  EXPECT_NEAR(lp.peak.item<double>(), want, 1e-5);
-  EXPECT_NEAR(lp.total.item<double>(), base + 0.25 * want, 1e-5);
+  expect_term_in_total(logits, mask, frac, want, &TrainConfig::peak_weight, &LossParts::peak);
   // No edit anywhere: zero; the gradient reaches only tampered pixels.
   EXPECT_EQ(peak_loss(logits, at::zeros({3, 6, 5}, at::kByte), frac).item<double>(), 0.0);
   at::Tensor lg = logits.clone().requires_grad_();

@@ -30,37 +30,43 @@ double seg_weight_sum(const at::Tensor& mask, double pos_weight) {
   return static_cast<double>(mask.numel()) + (pos_weight - 1.0) * tampered;
 }
 
-at::Tensor false_alarm_loss(const at::Tensor& seg_logits, const at::Tensor& mask, double frac) {
+namespace {
+
+// What both top-k terms start from: the tampered margin l1 - l0 as (B, H*W) float and k for frac.
+struct TopK {
+  at::Tensor margin;
+  int64_t k;
+};
+TopK topk_margin(const at::Tensor& seg_logits, const at::Tensor& mask, double frac, const char* who) {
   if (seg_logits.dim() != 4 || seg_logits.size(1) != 2 || mask.dim() != 3 || mask.size(0) != seg_logits.size(0))
-    throw Error("false_alarm_loss", "expected logits (B, 2, H, W) and a mask (B, H, W)");
-  const int64_t b = seg_logits.size(0);
+    throw Error(who, "expected logits (B, 2, H, W) and a mask (B, H, W)");
   at::Tensor margin = (seg_logits.select(1, 1) - seg_logits.select(1, 0)).to(at::kFloat).flatten(1);
-  at::Tensor untouched = mask.flatten(1).ne(0).any(1).logical_not();
-  at::Tensor idx = untouched.nonzero().flatten();
-  if (idx.numel() == 0) return margin.sum() * 0.0;  // keeps the graph (and the device)
   const int64_t n = margin.size(1);
-  const int64_t k = std::clamp<int64_t>(std::llround(frac * static_cast<double>(n)), 1, n);
-  at::Tensor top = std::get<0>(margin.index_select(0, idx).topk(k, 1));
-  return at::softplus(top).mean(1).sum() / static_cast<double>(b);
+  return {margin, std::clamp<int64_t>(std::llround(frac * static_cast<double>(n)), 1, n)};
+}
+
+}  // namespace
+
+at::Tensor false_alarm_loss(const at::Tensor& seg_logits, const at::Tensor& mask, double frac) {
+  const TopK t = topk_margin(seg_logits, mask, frac, "false_alarm_loss");
+  at::Tensor idx = mask.flatten(1).ne(0).any(1).logical_not().nonzero().flatten();  // untouched crops
+  if (idx.numel() == 0) return t.margin.sum() * 0.0;  // keeps the graph (and the device)
+  at::Tensor top = std::get<0>(t.margin.index_select(0, idx).topk(t.k, 1));
+  return at::softplus(top).mean(1).sum() / static_cast<double>(seg_logits.size(0));
 }
 
 at::Tensor peak_loss(const at::Tensor& seg_logits, const at::Tensor& mask, double frac) {
-  if (seg_logits.dim() != 4 || seg_logits.size(1) != 2 || mask.dim() != 3 || mask.size(0) != seg_logits.size(0))
-    throw Error("peak_loss", "expected logits (B, 2, H, W) and a mask (B, H, W)");
-  const int64_t b = seg_logits.size(0);
-  at::Tensor margin = (seg_logits.select(1, 1) - seg_logits.select(1, 0)).to(at::kFloat).flatten(1);
+  const TopK t = topk_margin(seg_logits, mask, frac, "peak_loss");
   at::Tensor edited = mask.flatten(1).ne(0);
-  const int64_t n = margin.size(1);
-  const int64_t k_max = std::clamp<int64_t>(std::llround(frac * static_cast<double>(n)), 1, n);
   at::Tensor counts = edited.sum(1).cpu();
-  at::Tensor total = margin.sum() * 0.0;  // keeps the graph (and the device) when no crop has an edit
-  for (int64_t i = 0; i < b; ++i) {
-    const int64_t t = counts[i].item<int64_t>();
-    if (t == 0) continue;
-    at::Tensor top = std::get<0>(margin[i].masked_select(edited[i]).topk(std::min(k_max, t)));
+  at::Tensor total = t.margin.sum() * 0.0;  // keeps the graph (and the device) when no crop has an edit
+  for (int64_t i = 0; i < seg_logits.size(0); ++i) {
+    const int64_t n = counts[i].item<int64_t>();
+    if (n == 0) continue;
+    at::Tensor top = std::get<0>(t.margin[i].masked_select(edited[i]).topk(std::min(t.k, n)));
     total = total + at::softplus(-top).mean();
   }
-  return total / static_cast<double>(b);
+  return total / static_cast<double>(seg_logits.size(0));
 }
 
 LossParts diffnet_loss(const DiffNetOutput& out, const at::Tensor& mask, const TrainConfig& cfg, double seg_norm) {
