@@ -76,18 +76,15 @@ LossParts diffnet_loss(const DiffNetOutput& out, const at::Tensor& mask, const T
   at::Tensor label = target.flatten(1).amax(1);
   l.cls = focal_loss(out.cls_logits, label, cfg.focal_gamma, {1.0, 1.0});
   l.total = l.seg + cfg.cls_weight * l.cls;
-  if (cfg.fa_weight > 0) {
-    l.fa = false_alarm_loss(out.seg_logits, mask, cfg.topk_frac);
-    l.total = l.total + cfg.fa_weight * l.fa;
-  } else {
-    l.fa = at::zeros({}, l.seg.options());
-  }
-  if (cfg.peak_weight > 0) {
-    l.peak = peak_loss(out.seg_logits, mask, cfg.topk_frac);
-    l.total = l.total + cfg.peak_weight * l.peak;
-  } else {
-    l.peak = at::zeros({}, l.seg.options());
-  }
+  // A top-k term: computed and added only when its weight is positive, else a zero for the log.
+  auto topk_term = [&](double weight, at::Tensor (*term)(const at::Tensor&, const at::Tensor&, double)) {
+    if (!(weight > 0)) return at::zeros({}, l.seg.options());
+    at::Tensor v = term(out.seg_logits, mask, cfg.topk_frac);
+    l.total = l.total + weight * v;
+    return v;
+  };
+  l.fa = topk_term(cfg.fa_weight, false_alarm_loss);
+  l.peak = topk_term(cfg.peak_weight, peak_loss);
   return l;
 }
 
