@@ -13,7 +13,10 @@ stored with its weights): untouched and edited pages flagged, per set and summed
 
 Usage: compare-runs.py [--stat q999] [--boot 2000] [--seed 0] [--json]
                        --set DATA_DIR PRED_A PRED_B [--set DATA_DIR PRED_A PRED_B ...]
+       compare-runs.py [...] --runs EVAL_A EVAL_B [--data-root data]
 PRED_A / PRED_B: a `--save-pred` directory (its predictions.jsonl) or a predictions.jsonl file.
+--runs: two output directories of scripts/eval-candidate.sh; every half both hold is compared, in the
+order of HALVES below (`fit`/`report` are the scans, data/val/receipts-H; `V-H` is data/val-V/receipts-H).
 """
 import argparse
 import json
@@ -22,6 +25,23 @@ import random
 import sys
 
 from valset import page_name, read_records, weighted_auc
+
+
+# The validation halves scripts/eval-candidate.sh evaluates: (its output subdirectory, the set's directory
+# under the data root). The scans first, then each variant of them (docs/eval.md).
+HALVES = [(h, f"val/receipts-{h}") for h in ("fit", "report")] + [
+    (f"{v}-{h}", f"val-{v}/receipts-{h}") for v in ("q100", "overlay", "overlay2", "photo", "photo-after")
+    for h in ("fit", "report")]
+
+
+def sets_of_runs(run_a, run_b, data_root):
+    """--runs: [DATA_DIR, PRED_A, PRED_B] for every half both eval-candidate.sh outputs hold."""
+    sets = [[os.path.join(data_root, d), os.path.join(run_a, sub), os.path.join(run_b, sub)]
+            for sub, d in HALVES
+            if all(os.path.isdir(os.path.join(r, sub)) for r in (run_a, run_b))]
+    if not sets:
+        sys.exit(f"compare-runs: {run_a} and {run_b} share no validation half ({', '.join(s for s, _ in HALVES)})")
+    return sets
 
 
 def receipts_of(data_dir):
@@ -104,9 +124,20 @@ def compare(pages, boot, rng):
     }
 
 
+def label(name, width):
+    """A table row's name "n:DATA_DIR" in width characters: the directory cut from the left, n kept."""
+    if len(name) <= width:
+        return name
+    n, _, path = name.partition(":")
+    return f"{n}:…{path[-(width - len(n) - 2):]}"
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--set", nargs=3, action="append", required=True, metavar=("DATA_DIR", "PRED_A", "PRED_B"))
+    ap.add_argument("--set", nargs=3, action="append", metavar=("DATA_DIR", "PRED_A", "PRED_B"))
+    ap.add_argument("--runs", nargs=2, metavar=("EVAL_A", "EVAL_B"),
+                    help="two scripts/eval-candidate.sh outputs: compare every half both hold")
+    ap.add_argument("--data-root", default="data", help="where --runs finds the halves (default data)")
     ap.add_argument("--stat", default="q999", help="page_stats key (q999, q99, cls_max, cls_mean) or image_score")
     ap.add_argument("--boot", type=int, default=2000, help="bootstrap resamples (default 2000)")
     ap.add_argument("--seed", type=int, default=0)
@@ -114,6 +145,10 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.boot < 100:
         ap.error("--boot must be at least 100")
+    if bool(args.set) == bool(args.runs):
+        ap.error("give --set (one or more) or --runs, not both")
+    if args.runs:
+        args.set = sets_of_runs(*args.runs, args.data_root)
     rng = random.Random(args.seed)
     rows, pooled, pooled_scores = {}, [], ([], [])
     for n, (data_dir, pred_a, pred_b) in enumerate(args.set):
@@ -144,12 +179,12 @@ def main(argv=None):
     print(f"{'set':34s} {'pages':>5s} {'rcpts':>5s}  {'A':>21s}  {'B':>21s}  {'B - A':>24s}  P(B>A)")
     for name, r in rows.items():
         fmt = lambda v, ci, sign="": f"{v:{sign}.3f} [{ci[0]:{sign}.3f}, {ci[1]:{sign}.3f}]"
-        print(f"{name[-34:]:34s} {r['pages']:5d} {r['receipts']:5d}  {fmt(r['auc_a'], r['auc_a_ci95'])}  "
+        print(f"{label(name, 34):34s} {r['pages']:5d} {r['receipts']:5d}  {fmt(r['auc_a'], r['auc_a_ci95'])}  "
               f"{fmt(r['auc_b'], r['auc_b_ci95'])}  {fmt(r['diff'], r['diff_ci95'], '+')}  {r['b_better_share']:.2f}")
     print("pages flagged at each model's stored threshold: untouched / edited")
     for name, r in rows.items():
         show = lambda c: "no decisions in the records" if c is None else f"{c[0]}/{c[1]}  {c[2]}/{c[3]}"
-        print(f"{name[-34:]:34s} A {show(r['flagged_a']):>16s}   B {show(r['flagged_b']):>16s}")
+        print(f"{label(name, 34):34s} A {show(r['flagged_a']):>16s}   B {show(r['flagged_b']):>16s}")
 
 
 if __name__ == "__main__":

@@ -11,8 +11,13 @@ in a random direction), given a colour cast and sensor noise (sigma 2), and save
     scripts/photo-like.py dataset DATA OUT SEED
         photographs a make-val.sh half (images/ + masks/) after its edits, also turned by up to 2 degrees
         (masks moved alike): a photo of an edited print, whose digital traces the camera resamples away.
+        Each page gets its own photo, drawn from SEED and its file name without the two-character
+        prefix (u-/r-/e-). The half's manifests (manifest.jsonl, manifest-resaved.jsonl) are written to
+        OUT with each page's id and source receipt only (their edit boxes would no longer fit), so
+        scripts/compare-runs.py finds the receipts of the photographed pages.
 """
 import csv
+import json
 import os
 import random
 import sys
@@ -69,9 +74,16 @@ def sources(src, out, seed, id_files):
 def dataset(data, out, seed):
     os.makedirs(os.path.join(out, "images"), exist_ok=True)
     os.makedirs(os.path.join(out, "masks"), exist_ok=True)
+    for manifest in ("manifest.jsonl", "manifest-resaved.jsonl"):
+        if os.path.exists(os.path.join(data, manifest)):
+            with open(os.path.join(data, manifest)) as f, open(os.path.join(out, manifest), "w") as g:
+                for line in f:
+                    if line.strip():
+                        rec = json.loads(line)
+                        g.write(json.dumps({"id": rec["id"], "source": rec["source"]}) + "\n")
     for name in sorted(os.listdir(os.path.join(data, "images"))):
         stem = os.path.splitext(name)[0]
-        r = random.Random(f"{seed}-{stem[2:]}")  # u-/r-/e- pages of one receipt: one photo
+        r = random.Random(f"{seed}-{stem[2:]}")  # the name without its u-/r-/e- prefix
         angle = r.uniform(-2, 2)
         im, s = photo(Image.open(os.path.join(data, "images", name)).convert("RGB"), r, angle)
         mask = place(Image.open(os.path.join(data, "masks", stem + ".png")).convert("L"), s, angle, Image.NEAREST, 0)

@@ -175,6 +175,43 @@ class CompareRuns(unittest.TestCase):
         self.assertIn("page AUC of 'cls_max'", out)
         self.assertIn("0.000 [0.000, 0.000]", out)  # cls_max = 1 - q999 here: every pair ranked wrong
 
+    def test_runs_pairs_the_halves_both_evaluations_hold(self):
+        # Two eval-candidate.sh outputs: the scan fit half and the q100 report half in both, an overlay
+        # half in A only (skipped). Each set's AUCs against the pair count, in HALVES order.
+        root, ra, rb = (os.path.join(self.d, x) for x in ("data", "A", "B"))
+        halves = {"fit": ("val/receipts-fit", ["1", "2", "3"], lambda i: (0.1 * i, 0.3, 0.2 + 0.1 * i)),
+                  "q100-report": ("val-q100/receipts-report", ["7", "8"], lambda i: (0.5, 0.1, 0.4 - 0.2 * i))}
+        expected = {}
+        for sub, (rel, rc, pat) in halves.items():
+            write_set(os.path.join(root, rel), rc)
+            a = self.scores(rc, pat)
+            b = self.scores(rc, lambda i: (0.1, 0.2, 0.9))
+            for run_dir, sc in ((ra, a), (rb, b)):
+                os.makedirs(os.path.join(run_dir, sub))
+                write_pred(os.path.join(run_dir, sub, "predictions.jsonl"), sc)
+            pos = [v for v in a.values() if v[0] == 1]
+            neg = [v for v in a.values() if v[0] == 0]
+            expected[rel] = pair_count_auc([v[1] for v in pos], [v[1] for v in neg])
+        os.makedirs(os.path.join(ra, "overlay-fit"))
+        code, out, err = run(["--json", "--boot", "200", "--runs", ra, rb, "--data-root", root])
+        self.assertEqual(code, 0, err)
+        sets = json.loads(out)["sets"]
+        self.assertEqual(list(sets), [f"0:{root}/val/receipts-fit", f"1:{root}/val-q100/receipts-report", "pooled"])
+        for key, rel in zip(list(sets)[:2], expected):
+            self.assertAlmostEqual(sets[key]["auc_a"], expected[rel], places=4)
+            self.assertEqual(sets[key]["auc_b"], 1.0)
+        self.assertEqual(sets["pooled"]["pages"], 15)
+        os.makedirs(os.path.join(self.d, "C"))
+        code, _, err = run(["--runs", ra, os.path.join(self.d, "C"), "--data-root", root])
+        self.assertNotEqual(code, 0)
+        self.assertIn("share no validation half", err)
+        code, _, err = run(["--runs", ra, rb, "--set"] + self.make("s", ["1"], {}, {}))
+        self.assertNotEqual(code, 0)
+        self.assertIn("not both", err)
+        # A long set name keeps its index in the table and loses the start of its directory.
+        self.assertEqual(cr.label("11:data/val-photo-after/receipts-report", 20), "11:…/receipts-report")
+        self.assertEqual(cr.label("0:data/val/receipts-fit", 34), "0:data/val/receipts-fit")
+
     def test_bad_input(self):
         rc = ["1", "2"]
         a = self.scores(rc, lambda i: (0.1, 0.2, 0.3))

@@ -2,6 +2,7 @@
 """scripts/photo-like.py on hand-made receipts: only the listed IDs, boxes scaled as the image was (checked
 against the sizes read back), index.csv sizes, masks moved with their pages, one photo per receipt."""
 import csv
+import json
 import os
 import subprocess
 import sys
@@ -71,7 +72,15 @@ class PhotoLike(unittest.TestCase):
             for stem in ("u-001", "e-001", "e-002"):
                 page(200, 120).save(os.path.join(data, "images", stem + ".jpg"), quality=95)
                 Image.fromarray(mask).save(os.path.join(data, "masks", stem + ".png"))
+            edits = [{"id": "001", "source": {"path": "src/images/001.jpg"}, "ops": [{"mask_box": [10, 20, 90, 30]}]},
+                     {"id": "002", "source": {"path": "src/images/001.jpg"}, "ops": []}]
+            with open(os.path.join(data, "manifest.jsonl"), "w") as f:
+                f.write("".join(json.dumps(e) + "\n" for e in edits))
             run("dataset", data, out, 7)
+            # The manifest keeps each page's id and receipt, not its edit boxes (they moved with the photo).
+            got = [json.loads(line) for line in open(os.path.join(out, "manifest.jsonl"))]
+            self.assertEqual(got, [{"id": e["id"], "source": e["source"]} for e in edits])
+            self.assertFalse(os.path.exists(os.path.join(out, "manifest-resaved.jsonl")))
             sizes = {}
             for stem in ("u-001", "e-001", "e-002"):
                 im = Image.open(os.path.join(out, "images", stem + ".jpg"))
@@ -83,7 +92,11 @@ class PhotoLike(unittest.TestCase):
                 self.assertAlmostEqual((m > 0).sum() / scale, 800, delta=800 * 0.25)
                 a = np.asarray(im.convert("L"), np.float32)
                 self.assertLess(a[m > 0].mean(), 90)
-            self.assertEqual(sizes["u-001"], sizes["e-001"], "one photo per receipt")
+            # One draw per name without its prefix (u-001 and e-001 alike), the same on a second run.
+            self.assertEqual(sizes["u-001"], sizes["e-001"])
+            first = open(os.path.join(out, "images", "e-002.jpg"), "rb").read()
+            run("dataset", data, out, 7)
+            self.assertEqual(open(os.path.join(out, "images", "e-002.jpg"), "rb").read(), first, "not deterministic")
 
 
 if __name__ == "__main__":
