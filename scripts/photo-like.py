@@ -80,7 +80,7 @@ def dataset(data, out, seed):
                 for line in f:
                     if line.strip():
                         rec = json.loads(line)
-                        g.write(json.dumps({"id": rec["id"], "source": rec["source"]}) + "\n")
+                        g.write(json.dumps({k: rec[k] for k in ("id", "source") if k in rec}) + "\n")
     for name in sorted(os.listdir(os.path.join(data, "images"))):
         stem = os.path.splitext(name)[0]
         r = random.Random(f"{seed}-{stem[2:]}")  # the name without its u-/r-/e- prefix
