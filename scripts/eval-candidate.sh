@@ -20,9 +20,9 @@ DIFFNET=${3:-build/diffnet}
 [ -f "$WEIGHTS" ] || { echo "eval-candidate: $WEIGHTS: no such file" >&2; exit 2; }
 run() { "$DIFFNET" ${THREADS:+-t "$THREADS"} "$@"; }
 mkdir -p "$OUT"
-[ -f "$OUT/summary.json" ] || THREADS=${THREADS:-} scripts/eval-receipts.sh "$WEIGHTS" "$OUT" "$DIFFNET"
+[ -f "$OUT/summary.json" ] || scripts/eval-receipts.sh "$WEIGHTS" "$OUT" "$DIFFNET"
 W=$OUT/calibrated.safetensors
-for v in q100 overlay overlay2 photo photo-after; do
+for v in q100 overlay overlay2 photo photo-after; do  # the variants of HALVES in scripts/compare-runs.py
   for h in fit report; do
     data=data/val-$v/receipts-$h
     if [ ! -d "$data/images" ]; then echo "eval-candidate: $data missing, skipped" >&2; continue; fi

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """scripts/photo-like.py on hand-made receipts: only the listed IDs, boxes scaled as the image was (checked
-against the sizes read back), index.csv sizes, masks moved with their pages, one photo per receipt."""
+against the sizes read back), index.csv sizes, masks moved with their pages, one seeded draw per page name
+without its prefix, manifests reduced to each page's id and receipt."""
 import csv
 import json
 import os
