@@ -9,7 +9,11 @@ and edits) are not independent, so the bootstrap resamples receipts, not pages, 
 resample to both models. The score is a raw page statistic from the records' `page_stats` (default
 `q999`, the one the shipped calibration uses; a monotone calibration does not change an AUC), or
 `image_score`. Beside the AUCs, each model's page decisions as its records hold them (the threshold
-stored with its weights): untouched and edited pages flagged, per set and summed over the sets.
+stored with its weights): untouched and edited pages flagged, per set and summed over the sets. With
+--runs, the scan fit half's records were written before eval-candidate.sh fitted the calibration on
+them, so their decisions are made again here with that calibration (EVAL/calibration.json: the page
+statistic through the logit or identity transform and a*x + b, a sigmoid, flagged when above the
+threshold, as `diffnet predict` decides).
 
 Usage: compare-runs.py [--stat q999] [--boot 2000] [--seed 0] [--json]
                        --set DATA_DIR PRED_A PRED_B [--set DATA_DIR PRED_A PRED_B ...]
@@ -20,6 +24,7 @@ order of HALVES below (`fit`/`report` are the scans, data/val/receipts-H; `V-H` 
 """
 import argparse
 import json
+import math
 import os
 import random
 import sys
@@ -35,13 +40,41 @@ HALVES = [(h, f"val/receipts-{h}") for h in ("fit", "report")] + [
 
 
 def sets_of_runs(run_a, run_b, data_root):
-    """--runs: [DATA_DIR, PRED_A, PRED_B] for every half both eval-candidate.sh outputs hold."""
-    sets = [[os.path.join(data_root, d), os.path.join(run_a, sub), os.path.join(run_b, sub)]
+    """--runs: [DATA_DIR, PRED_A, PRED_B, CALIB_A, CALIB_B] for every half both eval-candidate.sh outputs
+    hold; CALIB_x is the calibration fitted on the scan fit half (None for the other halves, whose
+    records were made with it)."""
+    sets = [[os.path.join(data_root, d), os.path.join(run_a, sub), os.path.join(run_b, sub)] +
+            [fitted_calibration(r) if sub == "fit" else None for r in (run_a, run_b)]
             for sub, d in HALVES
             if all(os.path.isdir(os.path.join(r, sub)) for r in (run_a, run_b))]
     if not sets:
         sys.exit(f"compare-runs: {run_a} and {run_b} share no validation half ({', '.join(s for s, _ in HALVES)})")
     return sets
+
+
+def fitted_calibration(run_dir):
+    """The calibration eval-receipts.sh fitted on the fit half (run_dir/calibration.json), or None when
+    there is none or the weights' own calibration was kept (their fit records already used it)."""
+    path = os.path.join(run_dir, "calibration.json")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        c = json.load(f)
+    return None if c.get("kept") else c["calibration"]
+
+
+def calibrated_flag(calibration, rec):
+    """True when the page's calibrated score is above the calibration's threshold (diffnet's rule)."""
+    raw = rec.get("page_stats", {}).get(calibration["statistic"])
+    if raw is None:
+        sys.exit(f"compare-runs: record {rec.get('file')} has no page statistic '{calibration['statistic']}'")
+    x = raw
+    if calibration.get("transform", "logit") == "logit":
+        r = min(max(raw, 1e-4), 1 - 1e-4)
+        x = math.log(r / (1 - r))
+    z = calibration["a"] * x + calibration["b"]
+    p = 1 / (1 + math.exp(-z)) if z >= 0 else math.exp(z) / (1 + math.exp(z))
+    return p > calibration["threshold"]
 
 
 def receipts_of(data_dir):
@@ -64,9 +97,10 @@ def receipts_of(data_dir):
     return out
 
 
-def scores_of(pred, stat):
+def scores_of(pred, stat, calibration=None):
     """page name -> (label, score, flagged) from an eval --save-pred directory or predictions.jsonl;
-    flagged is the record's decision (True for "tampered"), None in records without one."""
+    flagged is the record's decision (True for "tampered"), None in records without one, or the decision
+    under `calibration` when one is given."""
     out = {}
     for rec in read_records(pred, "compare-runs"):
         if "label" not in rec:
@@ -74,7 +108,8 @@ def scores_of(pred, stat):
         score = rec["image_score"] if stat == "image_score" else rec.get("page_stats", {}).get(stat)
         if score is None:
             sys.exit(f"compare-runs: {pred}: record {rec.get('file')} has no page statistic '{stat}'")
-        flagged = rec["decision"] == "tampered" if "decision" in rec else None
+        flagged = (calibrated_flag(calibration, rec) if calibration is not None
+                   else rec["decision"] == "tampered" if "decision" in rec else None)
         out[page_name(rec["file"])] = (int(rec["label"]), float(score), flagged)
     return out
 
@@ -151,9 +186,10 @@ def main(argv=None):
         args.set = sets_of_runs(*args.runs, args.data_root)
     rng = random.Random(args.seed)
     rows, pooled, pooled_scores = {}, [], ([], [])
-    for n, (data_dir, pred_a, pred_b) in enumerate(args.set):
+    for n, (data_dir, pred_a, pred_b, *calibrations) in enumerate(args.set):
         rec = receipts_of(data_dir)
-        a, b = scores_of(pred_a, args.stat), scores_of(pred_b, args.stat)
+        calib_a, calib_b = calibrations or (None, None)
+        a, b = scores_of(pred_a, args.stat, calib_a), scores_of(pred_b, args.stat, calib_b)
         if set(a) != set(b):
             sys.exit(f"compare-runs: {pred_a} and {pred_b} hold different pages")
         missing = sorted(set(a) - set(rec))

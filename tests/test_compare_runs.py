@@ -212,6 +212,35 @@ class CompareRuns(unittest.TestCase):
         self.assertEqual(cr.label("11:data/val-photo-after/receipts-report", 20), "11:…/receipts-report")
         self.assertEqual(cr.label("0:data/val/receipts-fit", 34), "0:data/val/receipts-fit")
 
+    def test_runs_decides_the_fit_half_with_the_fitted_calibration(self):
+        # eval-candidate.sh writes the fit half's records before it fits the calibration on them, so
+        # their decisions are stale: --runs decides them again with calibration.json. Hand-worked here:
+        # a = 2, b = -1, logit transform, threshold 0.6 -> flagged when 2 logit(s) - 1 > logit(0.6),
+        # i.e. logit(s) > 0.7027, s > 0.6688. A's weights kept their calibration (decisions as stored).
+        root, ra, rb = (os.path.join(self.d, x) for x in ("data", "A", "B"))
+        rc = ["1", "2", "3"]
+        write_set(os.path.join(root, "val/receipts-fit"), rc)
+        sc = {"u-1": (0, 0.20), "r-00000000": (0, 0.66), "e-00000000": (1, 0.67),
+              "u-2": (0, 0.70), "r-00000001": (0, 0.30), "e-00000001": (1, 0.95),
+              "u-3": (0, 0.10), "r-00000002": (0, 0.40), "e-00000002": (1, 0.50)}
+        for run_dir, kept in ((ra, True), (rb, False)):
+            os.makedirs(os.path.join(run_dir, "fit"))
+            write_pred(os.path.join(run_dir, "fit", "predictions.jsonl"), sc, flagged=set(sc))  # stale
+            calib = {"kept": True} if kept else {"calibration": {
+                "statistic": "q999", "transform": "logit", "a": 2.0, "b": -1.0, "threshold": 0.6}}
+            with open(os.path.join(run_dir, "calibration.json"), "w") as f:
+                json.dump(calib, f)
+        code, out, err = run(["--json", "--boot", "100", "--runs", ra, rb, "--data-root", root])
+        self.assertEqual(code, 0, err)
+        fit = json.loads(out)["sets"][f"0:{root}/val/receipts-fit"]
+        self.assertEqual(fit["flagged_a"], [6, 6, 3, 3])  # as the records say
+        self.assertEqual(fit["flagged_b"], [1, 6, 2, 3])  # u-2 (0.70); e-00000000 (0.67), e-00000001
+        # The identity transform: flagged when 2 s - 1 > logit(0.6) = 0.4055, s > 0.7027.
+        self.assertTrue(cr.calibrated_flag({"statistic": "q999", "transform": "identity", "a": 2.0, "b": -1.0,
+                                            "threshold": 0.6}, {"page_stats": {"q999": 0.71}}))
+        self.assertFalse(cr.calibrated_flag({"statistic": "q999", "transform": "identity", "a": 2.0, "b": -1.0,
+                                             "threshold": 0.6}, {"page_stats": {"q999": 0.70}}))
+
     def test_bad_input(self):
         rc = ["1", "2"]
         a = self.scores(rc, lambda i: (0.1, 0.2, 0.3))
