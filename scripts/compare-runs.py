@@ -9,7 +9,9 @@ and edits) are not independent, so the bootstrap resamples receipts, not pages, 
 resample to both models. The score is a raw page statistic from the records' `page_stats` (default
 `q999`, the one the shipped calibration uses; a monotone calibration does not change an AUC), or
 `image_score`. Beside the AUCs, each model's page decisions as its records hold them (the threshold
-stored with its weights): untouched and edited pages flagged, per set and summed over the sets. With
+stored with its weights): untouched and edited pages flagged, per set and summed over the sets, and the
+untouched receipts with at least one page flagged (variants of one half share their untouched originals,
+so a receipt the model dislikes counts once per set in the page sums and once here). With
 --runs, the scan fit half's records were written before eval-candidate.sh fitted the calibration on
 them, so their decisions are made again here with that calibration (EVAL/calibration.json: the page
 statistic through the logit or identity transform and a*x + b, a sigmoid, flagged when above the
@@ -123,6 +125,14 @@ def decisions(scores):
             sum(f for y, _, f in scores if y == 1), sum(y == 1 for y, _, _ in scores)]
 
 
+def receipt_decisions(pages):
+    """[untouched receipts with a flagged untouched page, untouched receipts] of (receipt, label, flagged)
+    triples, or None when a record has no decision."""
+    if any(f is None for _, _, f in pages):
+        return None
+    return [len({r for r, y, f in pages if y == 0 and f}), len({r for r, y, _ in pages if y == 0})]
+
+
 def percentile(values, q):
     v = sorted(values)
     k = (len(v) - 1) * q
@@ -185,7 +195,7 @@ def main(argv=None):
     if args.runs:
         args.set = sets_of_runs(*args.runs, args.data_root)
     rng = random.Random(args.seed)
-    rows, pooled, pooled_scores = {}, [], ([], [])
+    rows, pooled, pooled_scores, pooled_receipts = {}, [], ([], []), ([], [])
     for n, (data_dir, pred_a, pred_b, *calibrations) in enumerate(args.set):
         rec = receipts_of(data_dir)
         calib_a, calib_b = calibrations or (None, None)
@@ -201,13 +211,20 @@ def main(argv=None):
                 sys.exit(f"compare-runs: page {name} has different labels in the two runs")
             pages.append((rec[name], a[name][0], a[name][1], b[name][1]))
         rows[f"{n}:{data_dir}"] = compare(pages, args.boot, rng)
-        rows[f"{n}:{data_dir}"].update(flagged_a=decisions(a.values()), flagged_b=decisions(b.values()))
+        by_receipt = [[(rec[name], y, f) for name, (y, _, f) in m.items()] for m in (a, b)]
+        rows[f"{n}:{data_dir}"].update(flagged_a=decisions(a.values()), flagged_b=decisions(b.values()),
+                                       receipts_flagged_a=receipt_decisions(by_receipt[0]),
+                                       receipts_flagged_b=receipt_decisions(by_receipt[1]))
+        pooled_receipts[0].extend(by_receipt[0])
+        pooled_receipts[1].extend(by_receipt[1])
         pooled += pages  # the same receipt in two sets (e.g. two variants of one half) is one cluster
         pooled_scores[0].extend(a.values())
         pooled_scores[1].extend(b.values())
     if len(args.set) > 1:
         rows["pooled"] = compare(pooled, args.boot, rng)
-        rows["pooled"].update(flagged_a=decisions(pooled_scores[0]), flagged_b=decisions(pooled_scores[1]))
+        rows["pooled"].update(flagged_a=decisions(pooled_scores[0]), flagged_b=decisions(pooled_scores[1]),
+                              receipts_flagged_a=receipt_decisions(pooled_receipts[0]),
+                              receipts_flagged_b=receipt_decisions(pooled_receipts[1]))
     if args.json:
         print(json.dumps({"stat": args.stat, "boot": args.boot, "sets": rows}, indent=1))
         return
@@ -217,10 +234,12 @@ def main(argv=None):
         fmt = lambda v, ci, sign="": f"{v:{sign}.3f} [{ci[0]:{sign}.3f}, {ci[1]:{sign}.3f}]"
         print(f"{label(name, 34):34s} {r['pages']:5d} {r['receipts']:5d}  {fmt(r['auc_a'], r['auc_a_ci95'])}  "
               f"{fmt(r['auc_b'], r['auc_b_ci95'])}  {fmt(r['diff'], r['diff_ci95'], '+')}  {r['b_better_share']:.2f}")
-    print("pages flagged at each model's stored threshold: untouched / edited")
+    print("pages flagged at each model's stored threshold: untouched / edited (untouched receipts)")
     for name, r in rows.items():
-        show = lambda c: "no decisions in the records" if c is None else f"{c[0]}/{c[1]}  {c[2]}/{c[3]}"
-        print(f"{label(name, 34):34s} A {show(r['flagged_a']):>16s}   B {show(r['flagged_b']):>16s}")
+        show = lambda c, k: ("no decisions in the records" if c is None
+                             else f"{c[0]}/{c[1]}  {c[2]}/{c[3]}  ({k[0]}/{k[1]})")
+        print(f"{label(name, 34):34s} A {show(r['flagged_a'], r['receipts_flagged_a']):>24s}   "
+              f"B {show(r['flagged_b'], r['receipts_flagged_b']):>24s}")
 
 
 if __name__ == "__main__":

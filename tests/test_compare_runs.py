@@ -145,6 +145,13 @@ class CompareRuns(unittest.TestCase):
         self.assertIsNone(r2["flagged_b"])
         self.assertEqual(pooled["flagged_a"], [2, 10, 2, 5])
         self.assertIsNone(pooled["flagged_b"])
+        # Untouched receipts with a flagged page: set 1 A flags u-11 (receipt 11); set 2 A flags r-00000001,
+        # the re-saved copy of receipt 22. Pooled: 2 of the 5 receipts.
+        self.assertEqual(r1["receipts_flagged_a"], [1, 3])
+        self.assertEqual(r1["receipts_flagged_b"], [0, 3])
+        self.assertEqual(r2["receipts_flagged_a"], [1, 2])
+        self.assertEqual(pooled["receipts_flagged_a"], [2, 5])
+        self.assertIsNone(pooled["receipts_flagged_b"])
         code, out, err = run(["--boot", "100", "--set", d1, a1, b1, "--set", d2, a2, b2])
         self.assertEqual(code, 0, err)
         self.assertIn("untouched / edited", out)
@@ -211,6 +218,24 @@ class CompareRuns(unittest.TestCase):
         # A long set name keeps its index in the table and loses the start of its directory.
         self.assertEqual(cr.label("11:data/val-photo-after/receipts-report", 20), "11:…/receipts-report")
         self.assertEqual(cr.label("0:data/val/receipts-fit", 34), "0:data/val/receipts-fit")
+
+    def test_a_receipt_flagged_in_two_variants_counts_once(self):
+        # Two variants of one half: the same receipts, so the same untouched originals. A flags u-1 in
+        # both and u-2's re-saved copy in the second: 3 untouched pages, 2 receipts.
+        rc = ["1", "2"]
+        sc = self.scores(rc, lambda i: (0.1, 0.2, 0.3))
+        d1, d2 = os.path.join(self.d, "v1"), os.path.join(self.d, "v2")
+        write_set(d1, rc)
+        write_set(d2, rc)
+        a1 = write_pred(os.path.join(self.d, "a1"), sc, {"u-1"})
+        a2 = write_pred(os.path.join(self.d, "a2"), sc, {"u-1", "r-00000001"})
+        b = write_pred(os.path.join(self.d, "b"), sc, set())
+        code, out, err = run(["--json", "--boot", "100", "--set", d1, a1, b, "--set", d2, a2, b])
+        self.assertEqual(code, 0, err)
+        pooled = json.loads(out)["sets"]["pooled"]
+        self.assertEqual(pooled["flagged_a"], [3, 8, 0, 4])
+        self.assertEqual(pooled["receipts_flagged_a"], [2, 2])
+        self.assertEqual(pooled["receipts_flagged_b"], [0, 2])
 
     def test_runs_decides_the_fit_half_with_the_fitted_calibration(self):
         # eval-candidate.sh writes the fit half's records before it fits the calibration on them, so
