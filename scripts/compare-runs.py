@@ -116,21 +116,24 @@ def scores_of(pred, stat, calibration=None):
     return out
 
 
-def decisions(scores):
-    """[untouched flagged, untouched, edited flagged, edited] of (label, score, flagged) triples, or None
-    when a record has no decision."""
-    if any(f is None for _, _, f in scores):
-        return None
-    return [sum(f for y, _, f in scores if y == 0), sum(y == 0 for y, _, _ in scores),
-            sum(f for y, _, f in scores if y == 1), sum(y == 1 for y, _, _ in scores)]
-
-
-def receipt_decisions(pages):
-    """[untouched receipts with a flagged untouched page, untouched receipts] of (receipt, label, flagged)
-    triples, or None when a record has no decision."""
+def decisions(pages):
+    """Of (receipt, label, flagged) triples: {"flagged": [untouched flagged, untouched, edited flagged,
+    edited], "receipts_flagged": [untouched receipts with a flagged untouched page, untouched receipts]},
+    both None when a record has no decision."""
     if any(f is None for _, _, f in pages):
-        return None
-    return [len({r for r, y, f in pages if y == 0 and f}), len({r for r, y, _ in pages if y == 0})]
+        return {"flagged": None, "receipts_flagged": None}
+    return {"flagged": [sum(f for _, y, f in pages if y == 0), sum(y == 0 for _, y, _ in pages),
+                        sum(f for _, y, f in pages if y == 1), sum(y == 1 for _, y, _ in pages)],
+            "receipts_flagged": [len({r for r, y, f in pages if y == 0 and f}),
+                                 len({r for r, y, _ in pages if y == 0})]}
+
+
+def with_decisions(row, pages_a, pages_b):
+    """row plus flagged_a/b and receipts_flagged_a/b (decisions() of each model's triples)."""
+    for model, pages in (("a", pages_a), ("b", pages_b)):
+        for key, value in decisions(pages).items():
+            row[f"{key}_{model}"] = value
+    return row
 
 
 def percentile(values, q):
@@ -195,7 +198,7 @@ def main(argv=None):
     if args.runs:
         args.set = sets_of_runs(*args.runs, args.data_root)
     rng = random.Random(args.seed)
-    rows, pooled, pooled_scores, pooled_receipts = {}, [], ([], []), ([], [])
+    rows, pooled, pooled_decided = {}, [], ([], [])
     for n, (data_dir, pred_a, pred_b, *calibrations) in enumerate(args.set):
         rec = receipts_of(data_dir)
         calib_a, calib_b = calibrations or (None, None)
@@ -210,21 +213,13 @@ def main(argv=None):
             if a[name][0] != b[name][0]:
                 sys.exit(f"compare-runs: page {name} has different labels in the two runs")
             pages.append((rec[name], a[name][0], a[name][1], b[name][1]))
-        rows[f"{n}:{data_dir}"] = compare(pages, args.boot, rng)
-        by_receipt = [[(rec[name], y, f) for name, (y, _, f) in m.items()] for m in (a, b)]
-        rows[f"{n}:{data_dir}"].update(flagged_a=decisions(a.values()), flagged_b=decisions(b.values()),
-                                       receipts_flagged_a=receipt_decisions(by_receipt[0]),
-                                       receipts_flagged_b=receipt_decisions(by_receipt[1]))
-        pooled_receipts[0].extend(by_receipt[0])
-        pooled_receipts[1].extend(by_receipt[1])
+        decided = [[(rec[name], y, f) for name, (y, _, f) in m.items()] for m in (a, b)]
+        rows[f"{n}:{data_dir}"] = with_decisions(compare(pages, args.boot, rng), *decided)
         pooled += pages  # the same receipt in two sets (e.g. two variants of one half) is one cluster
-        pooled_scores[0].extend(a.values())
-        pooled_scores[1].extend(b.values())
+        pooled_decided[0].extend(decided[0])
+        pooled_decided[1].extend(decided[1])
     if len(args.set) > 1:
-        rows["pooled"] = compare(pooled, args.boot, rng)
-        rows["pooled"].update(flagged_a=decisions(pooled_scores[0]), flagged_b=decisions(pooled_scores[1]),
-                              receipts_flagged_a=receipt_decisions(pooled_receipts[0]),
-                              receipts_flagged_b=receipt_decisions(pooled_receipts[1]))
+        rows["pooled"] = with_decisions(compare(pooled, args.boot, rng), *pooled_decided)
     if args.json:
         print(json.dumps({"stat": args.stat, "boot": args.boot, "sets": rows}, indent=1))
         return
