@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Photo-like copies of receipt scans, for measuring the model on photographed documents (docs/eval.md,
-"Photographed pages"). Each page is rescaled (0.7-1.0), lit unevenly (a linear ramp from 0.80-0.95 to 1
+"""Photo-like and bold-print copies of receipt scans. Photo-like copies measure the model on photographed
+documents (docs/eval.md, "Photographed pages"). Each page is rescaled (0.7-1.0), lit unevenly (a linear ramp from 0.80-0.95 to 1
 in a random direction), given a colour cast and sensor noise (sigma 2), and saved once as a camera JPEG
 (quality 85-95). The draws depend only on SEED and the receipt ID, so a receipt's pages get one photo.
 
@@ -8,6 +8,12 @@ in a random direction), given a colour cast and sensor noise (sigma 2), and save
         photographs the receipts listed in IDS_FILE(s) (images/ID.jpg, boxes/ID.txt and index.csv, as
         scripts/make-val.sh reads them) into OUT, boxes scaled: edit them afterwards (make-val.sh OUT ...),
         as a forger edits a phone photo.
+    scripts/photo-like.py bold-sources RECEIPTS OUT SEED IDS_FILE...
+        the same receipts with their print made bold, as by a heavier print head or a darker toner: each
+        page's dark ink spread by 1-2 px (a grey-level minimum over a 2x2 or 3x3 square, blended in only
+        where the result is ink, so the paper keeps its own scan noise) and darkened by 0-35 %, saved once
+        as JPEG (quality 80-98). Geometry unchanged: boxes copied. Untouched pages of genuine content in
+        bold type, the false alarms of the models up to stage 56 (docs/train.md, "Stage 57").
     scripts/photo-like.py dataset DATA OUT SEED
         photographs a make-val.sh half (images/ + masks/) after its edits, also turned by up to 2 degrees
         (masks moved alike): a photo of an edited print, whose digital traces the camera resamples away.
@@ -46,7 +52,21 @@ def photo(im, r, angle=0.0):
     return Image.fromarray(np.clip(a, 0, 255).astype(np.uint8)), s
 
 
-def sources(src, out, seed, id_files):
+def bold(im, r):
+    """The bold-print copy of an RGB image (scale 1); r is the receipt's random.Random."""
+    a = np.asarray(im).astype(np.float32)
+    k = r.choice((2, 3))
+    h, w = a.shape[:2]
+    pad = np.pad(a, ((0, k - 1), (0, k - 1), (0, 0)), mode="edge")
+    spread = np.min([pad[dy:dy + h, dx:dx + w] for dy in range(k) for dx in range(k)], axis=0)
+    lum, paper = spread.mean(axis=2), np.median(a.mean(axis=2))
+    # Weight 0 on paper, 1 on ink (40 % below the paper's grey level or darker): a soft edge, no seam.
+    weight = np.clip((0.9 * paper - lum) / (0.3 * paper + 1e-6), 0.0, 1.0)[..., None]
+    out = a * (1 - weight) + np.minimum(a, spread * r.uniform(0.65, 1.0)) * weight
+    return Image.fromarray(np.clip(out + 0.5, 0, 255).astype(np.uint8)), 1.0
+
+
+def sources(src, out, seed, id_files, look=photo, quality=(85, 95)):
     ids = {line.strip() for f in id_files for line in open(f) if line.strip()}
     os.makedirs(os.path.join(out, "images"), exist_ok=True)
     os.makedirs(os.path.join(out, "boxes"), exist_ok=True)
@@ -60,8 +80,8 @@ def sources(src, out, seed, id_files):
             if i not in ids:
                 continue
             r = random.Random(f"{seed}-{i}")
-            im, s = photo(Image.open(os.path.join(src, "images", i + ".jpg")).convert("RGB"), r)
-            im.save(os.path.join(out, "images", i + ".jpg"), quality=r.randint(85, 95))
+            im, s = look(Image.open(os.path.join(src, "images", i + ".jpg")).convert("RGB"), r)
+            im.save(os.path.join(out, "images", i + ".jpg"), quality=r.randint(*quality))
             with open(os.path.join(out, "boxes", i + ".txt"), "w", encoding="utf-8") as b:
                 for line in open(os.path.join(src, "boxes", i + ".txt"), encoding="utf-8", errors="replace"):
                     p = line.rstrip("\r\n").split(",", 8)
@@ -94,6 +114,8 @@ def dataset(data, out, seed):
 def main(argv):
     if len(argv) >= 5 and argv[0] == "sources":
         sources(argv[1], argv[2], int(argv[3]), argv[4:])
+    elif len(argv) >= 5 and argv[0] == "bold-sources":
+        sources(argv[1], argv[2], int(argv[3]), argv[4:], look=bold, quality=(80, 98))
     elif len(argv) == 4 and argv[0] == "dataset":
         dataset(argv[1], argv[2], int(argv[3]))
     else:

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """scripts/photo-like.py on hand-made receipts: only the listed IDs, boxes scaled as the image was (checked
 against the sizes read back), index.csv sizes, masks moved with their pages, one seeded draw per page name
-without its prefix, manifests reduced to each page's id and receipt."""
+without its prefix, manifests reduced to each page's id and receipt; bold-print copies: strokes measured
+wider by 1-2 px on a hand-drawn page, the paper's own noise kept, geometry and boxes unchanged."""
 import csv
 import json
 import os
@@ -62,6 +63,50 @@ class PhotoLike(unittest.TestCase):
             first = open(os.path.join(out, "images", "001.jpg"), "rb").read()
             run("sources", src, out, 5, ids)
             self.assertEqual(open(os.path.join(out, "images", "001.jpg"), "rb").read(), first, "not deterministic")
+
+    def test_bold_sources(self):
+        with tempfile.TemporaryDirectory() as d:
+            src, out = os.path.join(d, "src"), os.path.join(d, "out")
+            os.makedirs(os.path.join(src, "images"))
+            os.makedirs(os.path.join(src, "boxes"))
+            with open(os.path.join(src, "index.csv"), "w") as f:
+                f.write("id,width,height,jpeg_quality_estimate,num_boxes\n" +
+                        "".join(f"00{i},200,120,90,1\n" for i in range(1, 7)))
+            # Paper at 230 with noise (sigma 4), strokes 2 px wide at 60: columns 40-41, 100-101, 160-161.
+            rng = np.random.default_rng(3)
+            a = np.clip(230 + rng.normal(0, 4, (120, 200)), 0, 255)
+            for x in (40, 100, 160):
+                a[20:100, x:x + 2] = 60
+            for i in range(1, 7):
+                Image.fromarray(a.astype(np.uint8)).convert("RGB").save(os.path.join(src, "images", f"00{i}.png"))
+                os.rename(os.path.join(src, "images", f"00{i}.png"), os.path.join(src, "images", f"00{i}.jpg"))
+                with open(os.path.join(src, "boxes", f"00{i}.txt"), "w") as f:
+                    f.write("10,20,90,20,90,30,10,30,TOTAL: 1,234.50\n")
+            ids = os.path.join(d, "ids.txt")
+            with open(ids, "w") as f:
+                f.write("".join(f"00{i}\n" for i in range(1, 7)))
+            run("bold-sources", src, out, 5, ids)
+            widths = set()
+            for i in range(1, 7):
+                im = Image.open(os.path.join(out, "images", f"00{i}.jpg"))
+                self.assertEqual(im.format, "JPEG")
+                self.assertEqual(im.size, (200, 120))
+                self.assertEqual(open(os.path.join(out, "boxes", f"00{i}.txt")).read(),
+                                 "10,20,90,20,90,30,10,30,TOTAL: 1,234.50\n")
+                b = np.asarray(im.convert("L"), np.float32)
+                # Stroke width: columns whose middle rows are darker than half way between ink and paper.
+                dark = b[30:90].mean(axis=0) < 145
+                for x in (40, 100, 160):
+                    w = int(dark[x - 6:x + 8].sum())
+                    self.assertIn(w, (3, 4), (i, x, dark[x - 6:x + 8]))
+                    widths.add(w)
+                    self.assertLessEqual(b[30:90, x:x + 2].mean(), 60 + 8)  # as dark or darker
+                # Paper away from the strokes: the same noise, not flattened by the minimum.
+                far = np.r_[0:30, 50:90, 110:150, 170:200]
+                diff = b[:, far][5:115] - a[:, far][5:115]
+                self.assertLess(np.abs(diff.mean()), 2.0)
+                self.assertGreater(b[:, far][5:115].std(), 2.5)
+            self.assertEqual(widths, {3, 4}, "both spreads drawn over six receipts")
 
     def test_dataset(self):
         with tempfile.TemporaryDirectory() as d:
