@@ -2,8 +2,8 @@
 # The full evaluation of a candidate model, as every stage since stage 47 was judged (docs/train.md,
 # "Judging a candidate"): calibrated on the scan fit half (scripts/eval-receipts.sh), then measured with
 # that calibration on every variant half that exists under data/ (q100, overlay, overlay2, photo,
-# photo-after; docs/eval.md says how each is made), the synthetic held-out family (data/test_heldout)
-# and the bundled examples.
+# photo-after; docs/eval.md says how each is made, scripts/make-val-variants.sh makes them all), the
+# synthetic held-out family (data/test_heldout) and the bundled examples.
 #
 #   [THREADS=N] scripts/eval-candidate.sh WEIGHTS OUT_DIR [DIFFNET]
 #
@@ -25,7 +25,7 @@ W=$OUT/calibrated.safetensors
 for v in q100 overlay overlay2 photo photo-after; do  # the variants of HALVES in scripts/compare-runs.py
   for h in fit report; do
     data=data/val-$v/receipts-$h
-    if [ ! -d "$data/images" ]; then echo "eval-candidate: $data missing, skipped" >&2; continue; fi
+    if [ ! -d "$data/images" ]; then echo "eval-candidate: $data missing, skipped (scripts/make-val-variants.sh makes it)" >&2; continue; fi
     [ -f "$OUT/$v-$h.json" ] && continue
     echo "eval-candidate: $data" >&2
     run eval --data "$data" --protocol doc --weights "$W" --save-pred "$OUT/$v-$h" --json -q > "$OUT/$v-$h.json.tmp"
