@@ -23,6 +23,28 @@ def page(w, h):
     return Image.fromarray(a)
 
 
+BOX = "10,20,90,20,90,30,10,30,TOTAL: 1,234.50\n"
+
+
+def receipts(d, pages, fmt="JPEG"):
+    """A receipts folder in d/src (images/ID.jpg saved as fmt, boxes/ID.txt with BOX, index.csv) of pages
+    {ID: image}, and a file listing all IDs; returns both paths."""
+    src = os.path.join(d, "src")
+    os.makedirs(os.path.join(src, "images"))
+    os.makedirs(os.path.join(src, "boxes"))
+    with open(os.path.join(src, "index.csv"), "w") as f:
+        f.write("id,width,height,jpeg_quality_estimate,num_boxes\n" +
+                "".join(f"{i},{im.width},{im.height},90,1\n" for i, im in pages.items()))
+    for i, im in pages.items():
+        im.save(os.path.join(src, "images", i + ".jpg"), format=fmt, **({"quality": 95} if fmt == "JPEG" else {}))
+        with open(os.path.join(src, "boxes", i + ".txt"), "w") as f:
+            f.write(BOX)
+    ids = os.path.join(d, "all-ids.txt")
+    with open(ids, "w") as f:
+        f.write("".join(i + "\n" for i in pages))
+    return src, ids
+
+
 def run(*args):
     subprocess.run([sys.executable, SCRIPT, *map(str, args)], check=True)
 
@@ -30,15 +52,8 @@ def run(*args):
 class PhotoLike(unittest.TestCase):
     def test_sources(self):
         with tempfile.TemporaryDirectory() as d:
-            src, out = os.path.join(d, "src"), os.path.join(d, "out")
-            os.makedirs(os.path.join(src, "images"))
-            os.makedirs(os.path.join(src, "boxes"))
-            with open(os.path.join(src, "index.csv"), "w") as f:
-                f.write("id,width,height,jpeg_quality_estimate,num_boxes\n001,200,120,90,1\n002,160,100,90,1\n")
-            for i, (w, h) in (("001", (200, 120)), ("002", (160, 100))):
-                page(w, h).save(os.path.join(src, "images", i + ".jpg"), quality=95)
-                with open(os.path.join(src, "boxes", i + ".txt"), "w") as f:
-                    f.write("10,20,90,20,90,30,10,30,TOTAL: 1,234.50\n")
+            src, _ = receipts(d, {"001": page(200, 120), "002": page(160, 100)})
+            out = os.path.join(d, "out")
             ids = os.path.join(d, "ids.txt")
             with open(ids, "w") as f:
                 f.write("001\n")
@@ -66,33 +81,22 @@ class PhotoLike(unittest.TestCase):
 
     def test_bold_sources(self):
         with tempfile.TemporaryDirectory() as d:
-            src, out = os.path.join(d, "src"), os.path.join(d, "out")
-            os.makedirs(os.path.join(src, "images"))
-            os.makedirs(os.path.join(src, "boxes"))
-            with open(os.path.join(src, "index.csv"), "w") as f:
-                f.write("id,width,height,jpeg_quality_estimate,num_boxes\n" +
-                        "".join(f"00{i},200,120,90,1\n" for i in range(1, 7)))
-            # Paper at 230 with noise (sigma 4), strokes 2 px wide at 60: columns 40-41, 100-101, 160-161.
+            # Paper at 230 with noise (sigma 4), strokes 2 px wide at 60: columns 40-41, 100-101, 160-161;
+            # saved losslessly (PNG bytes under the .jpg name: PIL reads the content).
             rng = np.random.default_rng(3)
             a = np.clip(230 + rng.normal(0, 4, (120, 200)), 0, 255)
             for x in (40, 100, 160):
                 a[20:100, x:x + 2] = 60
-            for i in range(1, 7):
-                Image.fromarray(a.astype(np.uint8)).convert("RGB").save(os.path.join(src, "images", f"00{i}.png"))
-                os.rename(os.path.join(src, "images", f"00{i}.png"), os.path.join(src, "images", f"00{i}.jpg"))
-                with open(os.path.join(src, "boxes", f"00{i}.txt"), "w") as f:
-                    f.write("10,20,90,20,90,30,10,30,TOTAL: 1,234.50\n")
-            ids = os.path.join(d, "ids.txt")
-            with open(ids, "w") as f:
-                f.write("".join(f"00{i}\n" for i in range(1, 7)))
+            im = Image.fromarray(a.astype(np.uint8)).convert("RGB")
+            src, ids = receipts(d, {f"00{i}": im for i in range(1, 7)}, fmt="PNG")
+            out = os.path.join(d, "out")
             run("bold-sources", src, out, 5, ids)
             widths = set()
             for i in range(1, 7):
                 im = Image.open(os.path.join(out, "images", f"00{i}.jpg"))
                 self.assertEqual(im.format, "JPEG")
                 self.assertEqual(im.size, (200, 120))
-                self.assertEqual(open(os.path.join(out, "boxes", f"00{i}.txt")).read(),
-                                 "10,20,90,20,90,30,10,30,TOTAL: 1,234.50\n")
+                self.assertEqual(open(os.path.join(out, "boxes", f"00{i}.txt")).read(), BOX)
                 b = np.asarray(im.convert("L"), np.float32)
                 # Stroke width: columns whose middle rows are darker than half way between ink and paper.
                 dark = b[30:90].mean(axis=0) < 145
