@@ -11,6 +11,7 @@
 #
 # Writes, under OUT_DIR:
 #   receipts-src/{images,boxes}/   links to the training receipts (all but the held-out ones)
+#   receipts-train.txt             their IDs
 #   real-untouched.txt             list file of those scans' original bytes: real untouched pages, read with
 #                                  their own JPEG coefficients, the negatives the model must leave alone
 #   receipts-edits/                `diffnet synth` on the training receipts: realistic edits (retyped words,
@@ -36,19 +37,9 @@ DIFFNET=${3:-build/diffnet}
 [ -x "$DIFFNET" ] || { echo "make-train: $DIFFNET not found (run make build first)" >&2; exit 2; }
 [ -d "$SRC/images" ] || { echo "make-train: $SRC/images not found" >&2; exit 2; }
 
-rm -rf "$OUT/receipts-src" "$OUT/receipts-edits" "$OUT/rendered" "$OUT/receipts-typed" "$OUT/rendered-ps" \
+rm -rf "$OUT/receipts-edits" "$OUT/rendered" "$OUT/receipts-typed" "$OUT/rendered-ps" \
     "$OUT/rendered.txt" "$OUT/rendered-ps.txt"
-mkdir -p "$OUT/receipts-src/images" "$OUT/receipts-src/boxes"
-: > "$OUT/real-untouched.txt"
-n=0
-for f in "$SRC"/images/*.jpg; do
-  id=$(basename "$f" .jpg)
-  if grep -qx "$id" data/splits/receipts-val.txt; then continue; fi
-  link_receipt "$SRC" "$id" "$OUT/receipts-src"
-  realpath "$f" >> "$OUT/real-untouched.txt"
-  n=$((n + 1))
-done
-echo "make-train: $n training receipts (held out: $(grep -c . data/splits/receipts-val.txt))"
+training_receipts "$SRC" "$OUT"
 
 "$DIFFNET" synth --out "$OUT/receipts-edits" --count 2500 --seed 7001 --sources "$OUT/receipts-src" \
     --ops text:3,insert:2,copy-move:2,splice:1,erase:1,inpaint:0.5 --max-edits 3 --pristine-prob 0.3 \
@@ -58,15 +49,6 @@ echo "make-train: $n training receipts (held out: $(grep -c . data/splits/receip
     --ops insert:4,text:2,copy-move:1.5,splice:1,erase:0.5 --max-edits 2 --pristine-prob 0.25 \
     --q1-prob 0.25 --output-format mixed --q2 70-100 --crop 512 --quiet
 "$DIFFNET" synth --out "$OUT/rendered-ps" --count 1000 --seed 7004 --crop 512 --print-scan-prob 1 --quiet
-# The pages of a rendered set outside the held-out family, as a list file next to the set's folder.
-outside_heldout_family() {
-  local set=$1 name
-  name=$(basename "$set")
-  grep -v -E '"font_class":"mono"[^}]*"layout":"(payslip|letter)"|"layout":"(payslip|letter)"[^}]*"font_class":"mono"' \
-      "$set/manifest.jsonl" |
-    sed -E "s#.*\"image\":\"([^\"]*)\".*\"mask\":\"([^\"]*)\".*#$name/\\1\t$name/\\2#" > "$set.txt"
-  echo "make-train: $(grep -c . "$set.txt") of $(grep -c . "$set/manifest.jsonl") pages of $name outside the held-out family"
-}
 outside_heldout_family "$OUT/rendered"
 outside_heldout_family "$OUT/rendered-ps"
 echo "make-train: done: $OUT"

@@ -68,3 +68,34 @@ make_pages() {
   rm -rf "$tmp"
   echo "$dir: $n untouched + $n re-saved untouched + $((2 * n)) edited pages"
 }
+
+# training_receipts SRC OUT: every receipt of SRC not held out (data/splits/receipts-val.txt) linked into
+# OUT/receipts-src (a `synth --sources` folder), its original scan listed in OUT/real-untouched.txt and its
+# ID in OUT/receipts-train.txt. Prints how many.
+training_receipts() {
+  local src=$1 out=$2 f id n=0
+  rm -rf "$out/receipts-src"
+  mkdir -p "$out/receipts-src/images" "$out/receipts-src/boxes"
+  : > "$out/real-untouched.txt"
+  : > "$out/receipts-train.txt"
+  for f in "$src"/images/*.jpg; do
+    id=$(basename "$f" .jpg)
+    if grep -qx "$id" data/splits/receipts-val.txt; then continue; fi
+    link_receipt "$src" "$id" "$out/receipts-src"
+    realpath "$f" >> "$out/real-untouched.txt"
+    echo "$id" >> "$out/receipts-train.txt"
+    n=$((n + 1))
+  done
+  echo "$n training receipts (held out: $(grep -c . data/splits/receipts-val.txt))"
+}
+
+# outside_heldout_family SET: SET.txt beside the `diffnet synth` folder SET, a list file of its pages
+# outside the synthetic held-out family (payslip and letter layouts in monospace fonts, docs/eval.md).
+outside_heldout_family() {
+  local set=$1 name
+  name=$(basename "$set")
+  grep -v -E '"font_class":"mono"[^}]*"layout":"(payslip|letter)"|"layout":"(payslip|letter)"[^}]*"font_class":"mono"' \
+      "$set/manifest.jsonl" |
+    sed -E "s#.*\"image\":\"([^\"]*)\".*\"mask\":\"([^\"]*)\".*#$name/\\1\t$name/\\2#" > "$set.txt"
+  echo "$(grep -c . "$set.txt") of $(grep -c . "$set/manifest.jsonl") pages of $name outside the held-out family"
+}
