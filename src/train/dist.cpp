@@ -463,6 +463,10 @@ int launch_local(int nproc, const std::vector<std::string>& argv) {
         c.fds[s] = -1;
       }
     }
+    // Reap every rank that ended since the last pass, then name the cause: a rank killed by a signal
+    // before one that exited with an error, since a rank that dies makes the others fail too (they lose
+    // contact in the next collective) and both can be found dead in the same pass.
+    std::vector<int> failed;
     for (int r = 0; r < nproc; ++r) {
       Child& c = kids[static_cast<size_t>(r)];
       if (!c.running) continue;
@@ -470,15 +474,23 @@ int launch_local(int nproc, const std::vector<std::string>& argv) {
       if (::waitpid(c.pid, &status, WNOHANG) != c.pid) continue;
       c.running = false;
       c.status = status;
-      const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-      if (!ok && !stopping) {
-        std::fprintf(stderr, "launch: rank %d (pid %d) %s; stopping the other ranks\n", r, static_cast<int>(c.pid),
-                     describe(status).c_str());
-        result = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        stopping = true;
-        kill_at = now_seconds() + 10;
-        stop_all(SIGTERM);
-      }
+      if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) failed.push_back(r);
+    }
+    if (!failed.empty() && !stopping) {
+      auto signalled = std::find_if(failed.begin(), failed.end(),
+                                    [&](int r) { return WIFSIGNALED(kids[static_cast<size_t>(r)].status); });
+      const int cause = signalled != failed.end() ? *signalled : failed.front();
+      const Child& c = kids[static_cast<size_t>(cause)];
+      std::fprintf(stderr, "launch: rank %d (pid %d) %s; stopping the other ranks\n", cause,
+                   static_cast<int>(c.pid), describe(c.status).c_str());
+      for (int r : failed)
+        if (r != cause)
+          std::fprintf(stderr, "launch: rank %d (pid %d) also %s\n", r, static_cast<int>(kids[static_cast<size_t>(r)].pid),
+                       describe(kids[static_cast<size_t>(r)].status).c_str());
+      result = WIFEXITED(c.status) ? WEXITSTATUS(c.status) : 128 + WTERMSIG(c.status);
+      stopping = true;
+      kill_at = now_seconds() + 10;
+      stop_all(SIGTERM);
     }
     if (g_stop_signal && !stopping) {
       std::fprintf(stderr, "launch: signal %d: stopping all ranks\n", static_cast<int>(g_stop_signal));
