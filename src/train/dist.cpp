@@ -480,13 +480,15 @@ int launch_local(int nproc, const std::vector<std::string>& argv) {
       auto signalled = std::find_if(failed.begin(), failed.end(),
                                     [&](int r) { return WIFSIGNALED(kids[static_cast<size_t>(r)].status); });
       const int cause = signalled != failed.end() ? *signalled : failed.front();
-      const Child& c = kids[static_cast<size_t>(cause)];
-      std::fprintf(stderr, "launch: rank %d (pid %d) %s; stopping the other ranks\n", cause,
-                   static_cast<int>(c.pid), describe(c.status).c_str());
+      auto say = [&](int r, const char* before, const char* after) {
+        const Child& k = kids[static_cast<size_t>(r)];
+        std::fprintf(stderr, "launch: rank %d (pid %d) %s%s%s\n", r, static_cast<int>(k.pid), before,
+                     describe(k.status).c_str(), after);
+      };
+      say(cause, "", "; stopping the other ranks");
       for (int r : failed)
-        if (r != cause)
-          std::fprintf(stderr, "launch: rank %d (pid %d) also %s\n", r, static_cast<int>(kids[static_cast<size_t>(r)].pid),
-                       describe(kids[static_cast<size_t>(r)].status).c_str());
+        if (r != cause) say(r, "also ", "");
+      const Child& c = kids[static_cast<size_t>(cause)];
       result = WIFEXITED(c.status) ? WEXITSTATUS(c.status) : 128 + WTERMSIG(c.status);
       stopping = true;
       kill_at = now_seconds() + 10;
