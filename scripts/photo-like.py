@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Photo-like and bold-print copies of receipt scans. Photo-like copies measure the model on photographed
-documents (docs/eval.md, "Photographed pages"). Each page is rescaled (0.7-1.0), lit unevenly (a linear ramp from 0.80-0.95 to 1
-in a random direction), given a colour cast and sensor noise (sigma 2), and saved once as a camera JPEG
-(quality 85-95). The draws depend only on SEED and the receipt ID, so a receipt's pages get one photo.
+documents (docs/eval.md, "Photographed pages"): each page is rescaled (0.7-1.0), lit unevenly (a linear
+ramp from 0.80-0.95 to 1 in a random direction), given a colour cast and sensor noise (sigma 2), and saved
+once as a camera JPEG (quality 85-95). The draws depend only on SEED and the receipt ID, so a receipt's
+pages get one photo.
 
     scripts/photo-like.py sources RECEIPTS OUT SEED IDS_FILE...
         photographs the receipts listed in IDS_FILE(s) (images/ID.jpg, boxes/ID.txt and index.csv, as
