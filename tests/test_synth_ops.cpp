@@ -269,3 +269,59 @@ TEST(SynthOps, InsertOverlayIsSharpDarkTextOftenAtTheTop) {
   EXPECT_GE(in_top, overlays / 3);
   EXPECT_LE(in_top, overlays * 2 / 3);
 }
+
+// The overlay style of `text` (--text-overlay-prob): the old words erased and retyped in sharp
+// near-black or dark-blue ink, in a family drawn from the catalogue (not the page's), never concealed,
+// fitted into the word's box; only pixels inside the mask change.
+TEST(SynthOps, TextOverlayRetypesInSharpDarkInkOfAnyFamily) {
+  int overlays = 0, other_family = 0;
+  for (int seed = 0; seed < 24; ++seed) {
+    Page page = rendered_page(seed % 2 ? LayoutKind::Letter : LayoutKind::Invoice, 500 + seed, "serif", 150);
+    EditConfig cfg;
+    cfg.conceal_prob = 1;  // must not apply to overlays
+    cfg.text_overlay_prob = 1;
+    cfg.fonts = select_fonts({"all"});
+    Raster before = page.img;
+    EditState st(page);
+    Rng rng(700 + seed);
+    nlohmann::json rec;
+    if (!apply_op(OpKind::Text, st, cfg, rng, nullptr, &rec)) continue;
+    const std::string what = "seed " + std::to_string(seed) + " " + rec.dump();
+    ++overlays;
+    EXPECT_EQ(rec["style"], "overlay") << what;
+    EXPECT_FALSE(rec["concealed"].get<bool>()) << what;
+    EXPECT_EQ(rec["alpha_blur"].get<double>(), 0.0) << what;
+    EXPECT_TRUE(rec["font"]["fitted"].get<bool>()) << what;
+    expect_changes_inside_mask(before, page.img, st.mask, what);
+    auto c = rec["color"].get<std::vector<double>>();
+    const bool grey = c[0] == c[1] && c[1] == c[2] && c[0] <= 40;
+    const bool blue = c[0] <= 30 && c[1] <= 40 && c[2] >= 90 && c[2] <= 160;
+    EXPECT_TRUE(grey || blue) << what;
+    // Sharp: some pixel of the new text is at least half way from white to the overlay's colour.
+    Box tb = json_box(rec["text_box"]);
+    double darkest = 255;
+    for (int y = tb.y0; y < tb.y1; ++y)
+      for (int x = tb.x0; x < tb.x1; ++x) {
+        const uint8_t* p = page.img.px(x, y);
+        darkest = std::min(darkest, (p[0] + p[1] + p[2]) / 3.0);
+      }
+    EXPECT_LE(darkest, (255 + (c[0] + c[1] + c[2]) / 3) / 2) << what;
+    // The page is set in one serif family; the overlay's family is the editor's, drawn from all.
+    other_family += rec["font"]["family"].get<std::string>() != page.words[0].style.family;
+  }
+  ASSERT_GE(overlays, 20);
+  EXPECT_GE(other_family, overlays / 2);
+
+  // Off (the default): the page's own style, as before the option existed.
+  Page page = rendered_page(LayoutKind::Letter, 501, "serif", 150);
+  EditConfig cfg;
+  cfg.conceal_prob = 0;
+  cfg.fonts = select_fonts({"all"});
+  EditState st(page);
+  Rng rng(701);
+  nlohmann::json rec;
+  ASSERT_TRUE(apply_op(OpKind::Text, st, cfg, rng, nullptr, &rec));
+  EXPECT_EQ(rec["style"], "page");
+  EXPECT_FALSE(rec["font"]["fitted"].get<bool>());
+  EXPECT_EQ(rec["font"]["family"], page.words[0].style.family);
+}

@@ -32,6 +32,7 @@ struct SynthOptions {
   int max_edits = 5;                 // otherwise 1..max_edits edits
   double conceal_prob = 0.5;         // per edit: seam smoothing / noise / colour matching
   double insert_overlay_prob = 0;    // share of `insert` edits typed as an editor's overlay (docs/synth.md)
+  double text_overlay_prob = 0;      // share of `text` edits retyped as an editor's overlay (docs/synth.md)
   double print_scan_prob = 0.5;      // rendered pages: print-scan look
   int max_side = 0;                  // > 0: pages scaled down so that their longer side <= max_side
   int crop = 0;                      // > 0: crop pages to crop x crop (offsets multiples of 8)

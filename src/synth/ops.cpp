@@ -488,67 +488,6 @@ std::string text_for_box(Rng& rng, const Box& b) {
   return s;
 }
 
-bool text_op(EditState& st, const EditConfig& cfg, Rng& rng, nlohmann::json* rec) {
-  auto targets = target_candidates(st);
-  if (targets.empty()) return false;
-  const Page& page = st.page;
-  // Fraud targets amounts, dates, numbers and names: words holding a digit are 4x as likely.
-  std::vector<double> weights;
-  for (size_t i : targets) {
-    bool digit = false;
-    for (char c : page.words[i].text) digit |= std::isdigit(static_cast<unsigned char>(c)) != 0;
-    weights.push_back(digit ? 4.0 : 1.0);
-  }
-  for (int attempt = 0; attempt < 8; ++attempt) {
-    const Word& t = page.words[targets[rng.weighted(weights)]];
-    std::string new_text = t.text.empty() ? text_for_box(rng, t.box) : content::replacement_for(rng, t.text);
-    if (new_text == t.text) continue;
-    FontSpec font;
-    bool fitted = !t.style.known;
-    if (t.style.known) {
-      font = {t.style.family, t.style.bold, t.style.italic, t.style.size_px};
-    } else {
-      Color unused;
-      if (page_font(page, &font, &unused)) {
-        font.bold = rng.bernoulli(0.2);
-      } else if (!t.text.empty()) {
-        font = match_font(t, cfg.fonts);
-      } else {
-        font.family = rng.pick(cfg.fonts).family;
-        font.bold = rng.bernoulli(0.2);
-      }
-    }
-    Color color = (t.style.known && !page.degraded) ? t.style.color : ink_color(page.img, t.box);
-    bool conceal = rng.bernoulli(cfg.conceal_prob);
-    double blur = conceal ? rng.uniform(0.2, 0.5) : 0.0;
-    // Render on a copy first: reject texts that would run into other words.
-    Raster trial = page.img;
-    Box where;
-    Raster alpha = replace_text(trial, t, new_text, font, color, fitted, blur, &where);
-    Box cov = coverage_bbox(alpha, where);
-    bool clash = !page.img.bounds().contains(cov);
-    for (auto& w : page.words)
-      if (&w != &t && w.box.intersects(cov) && !w.box.intersects(t.box)) clash = true;
-    if (!free_of(st, cov, 1)) clash = true;
-    if (clash && attempt < 7) continue;
-    if (clash) return false;
-    st.page.img = std::move(trial);
-    Box mb = t.box.expand(conceal ? kConcealMargin : 0).clip(page.img.w, page.img.h);
-    if (conceal) smooth_seam(st.page.img, t.box);
-    fill_mask(st.mask, mb);
-    add_dilated_coverage(st.mask, alpha, where);
-    st.taken.push_back(mb.unite(cov.expand(1)));
-    FontSpec used = font;
-    *rec = {{"op", "text"}, {"box", box_json(t.box)}, {"text", t.text}, {"new_text", new_text},
-            {"font", {{"family", used.family}, {"bold", used.bold}, {"italic", used.italic},
-                      {"size_px", fitted ? nullptr : nlohmann::json(used.size_px)}, {"fitted", fitted}}},
-            {"color", color}, {"alpha_blur", blur}, {"concealed", conceal},
-            {"text_box", box_json(cov)}, {"mask_box", box_json(mb.unite(cov.expand(1)).clip(page.img.w, page.img.h))}};
-    return true;
-  }
-  return false;
-}
-
 // What someone types onto a scan with an image editor: a reference number, a name, one letter...
 std::string overlay_text(Rng& rng) {
   switch (rng.randint(0, 5)) {
@@ -573,6 +512,16 @@ int median_word_height(const Page& page) {
   return hs[hs.size() / 2];
 }
 
+// The ink of an editor's overlay: near-black grey 0-40 (4 in 5) or dark blue.
+Color overlay_color(Rng& rng) {
+  if (rng.bernoulli(0.8)) {
+    double g = static_cast<double>(rng.randint(0, 40));
+    return {g, g, g};
+  }
+  return {static_cast<double>(rng.randint(0, 30)), static_cast<double>(rng.randint(0, 40)),
+          static_cast<double>(rng.randint(90, 160))};
+}
+
 // The overlay style of insert_op: near-black (or dark blue) digital text in any catalogue family, bold
 // half the time, 0.9-2.2x the page-style size (never blurred: see insert_op).
 void overlay_style(const Page& page, const EditConfig& cfg, Rng& rng, FontSpec* font, Color* color) {
@@ -580,13 +529,75 @@ void overlay_style(const Page& page, const EditConfig& cfg, Rng& rng, FontSpec* 
   font->bold = rng.bernoulli(0.5);
   font->italic = false;
   font->size_px = std::max(8.0, (median_word_height(page) - 2) * 1.3 * rng.uniform(0.9, 2.2));
-  if (rng.bernoulli(0.8)) {
-    double g = static_cast<double>(rng.randint(0, 40));
-    *color = {g, g, g};
-  } else {
-    *color = {static_cast<double>(rng.randint(0, 30)), static_cast<double>(rng.randint(0, 40)),
-              static_cast<double>(rng.randint(90, 160))};
+  *color = overlay_color(rng);
+}
+
+bool text_op(EditState& st, const EditConfig& cfg, Rng& rng, nlohmann::json* rec) {
+  auto targets = target_candidates(st);
+  if (targets.empty()) return false;
+  const Page& page = st.page;
+  // Fraud targets amounts, dates, numbers and names: words holding a digit are 4x as likely.
+  std::vector<double> weights;
+  for (size_t i : targets) {
+    bool digit = false;
+    for (char c : page.words[i].text) digit |= std::isdigit(static_cast<unsigned char>(c)) != 0;
+    weights.push_back(digit ? 4.0 : 1.0);
   }
+  // Drawn only when enabled, so sets made without overlays keep their random stream.
+  const bool overlay = cfg.text_overlay_prob > 0 && rng.bernoulli(cfg.text_overlay_prob);
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    const Word& t = page.words[targets[rng.weighted(weights)]];
+    std::string new_text = t.text.empty() ? text_for_box(rng, t.box) : content::replacement_for(rng, t.text);
+    if (new_text == t.text) continue;
+    FontSpec font;
+    bool fitted = !t.style.known || overlay;
+    if (overlay) {
+      font.family = rng.pick(cfg.fonts).family;  // whatever the editor offered, not the page's
+      font.bold = rng.bernoulli(0.3);
+    } else if (t.style.known) {
+      font = {t.style.family, t.style.bold, t.style.italic, t.style.size_px};
+    } else {
+      Color unused;
+      if (page_font(page, &font, &unused)) {
+        font.bold = rng.bernoulli(0.2);
+      } else if (!t.text.empty()) {
+        font = match_font(t, cfg.fonts);
+      } else {
+        font.family = rng.pick(cfg.fonts).family;
+        font.bold = rng.bernoulli(0.2);
+      }
+    }
+    Color color = overlay ? overlay_color(rng)
+                  : (t.style.known && !page.degraded) ? t.style.color : ink_color(page.img, t.box);
+    bool conceal = !overlay && rng.bernoulli(cfg.conceal_prob);
+    double blur = conceal ? rng.uniform(0.2, 0.5) : 0.0;
+    // Render on a copy first: reject texts that would run into other words.
+    Raster trial = page.img;
+    Box where;
+    Raster alpha = replace_text(trial, t, new_text, font, color, fitted, blur, &where);
+    Box cov = coverage_bbox(alpha, where);
+    bool clash = !page.img.bounds().contains(cov);
+    for (auto& w : page.words)
+      if (&w != &t && w.box.intersects(cov) && !w.box.intersects(t.box)) clash = true;
+    if (!free_of(st, cov, 1)) clash = true;
+    if (clash && attempt < 7) continue;
+    if (clash) return false;
+    st.page.img = std::move(trial);
+    Box mb = t.box.expand(conceal ? kConcealMargin : 0).clip(page.img.w, page.img.h);
+    if (conceal) smooth_seam(st.page.img, t.box);
+    fill_mask(st.mask, mb);
+    add_dilated_coverage(st.mask, alpha, where);
+    st.taken.push_back(mb.unite(cov.expand(1)));
+    FontSpec used = font;
+    *rec = {{"op", "text"}, {"style", overlay ? "overlay" : "page"}, {"box", box_json(t.box)},
+            {"text", t.text}, {"new_text", new_text},
+            {"font", {{"family", used.family}, {"bold", used.bold}, {"italic", used.italic},
+                      {"size_px", fitted ? nullptr : nlohmann::json(used.size_px)}, {"fitted", fitted}}},
+            {"color", color}, {"alpha_blur", blur}, {"concealed", conceal},
+            {"text_box", box_json(cov)}, {"mask_box", box_json(mb.unite(cov.expand(1)).clip(page.img.w, page.img.h))}};
+    return true;
+  }
+  return false;
 }
 
 // New text on a blank area (no word within h/3, luma sd <= 6, mean >= 200). Two styles:
