@@ -50,6 +50,33 @@ void expect_changes_inside_mask(const Raster& before, const Raster& after, const
   EXPECT_EQ(outside, 0) << what << ": " << outside << " of " << changed << " changed pixels outside the mask";
 }
 
+// Checks an editor's overlay record (`insert` or `text` with the overlay style) against the page: never
+// concealed or blurred, ink near-black grey or dark blue, and sharp: some pixel of the text at least half
+// way from white to the ink (thin strokes may cover no pixel whole); with `solid` (bold text), some pixel
+// exactly the ink (full coverage, no blur).
+void expect_overlay_ink(const Raster& img, const nlohmann::json& rec, bool solid, const std::string& what) {
+  EXPECT_EQ(rec["style"], "overlay") << what;
+  EXPECT_FALSE(rec["concealed"].get<bool>()) << what;
+  EXPECT_EQ(rec["alpha_blur"].get<double>(), 0.0) << what;
+  auto c = rec["color"].get<std::vector<double>>();
+  const bool grey = c[0] == c[1] && c[1] == c[2] && c[0] <= 40;
+  const bool blue = c[0] <= 30 && c[1] <= 40 && c[2] >= 90 && c[2] <= 160;
+  EXPECT_TRUE(grey || blue) << what;
+  Box tb = json_box(rec["text_box"]);
+  int exact_px = 0;
+  double darkest = 255;
+  for (int y = tb.y0; y < tb.y1; ++y)
+    for (int x = tb.x0; x < tb.x1; ++x) {
+      const uint8_t* p = img.px(x, y);
+      bool exact = true;
+      for (int k = 0; k < 3; ++k) exact &= std::fabs(p[k] - c[k]) <= 1.0;
+      exact_px += exact;
+      darkest = std::min(darkest, (p[0] + p[1] + p[2]) / 3.0);
+    }
+  if (solid) EXPECT_GT(exact_px, 0) << what;
+  EXPECT_LE(darkest, (255 + (c[0] + c[1] + c[2]) / 3) / 2) << what;
+}
+
 }  // namespace
 
 TEST(SynthOps, CopyBoxSameSizeIsExactCopyAndTouchesNothingElse) {
@@ -230,31 +257,11 @@ TEST(SynthOps, InsertOverlayIsSharpDarkTextOftenAtTheTop) {
     Rng rng(900 + seed);
     nlohmann::json rec;
     if (!apply_op(OpKind::Insert, st, cfg, rng, nullptr, &rec)) continue;  // no blank area on this page
-    const std::string what = "seed " + std::to_string(seed);
+    const std::string what = "seed " + std::to_string(seed) + " " + rec.dump();
     ++overlays;
-    EXPECT_EQ(rec["style"], "overlay") << what;
-    EXPECT_FALSE(rec["concealed"].get<bool>()) << what;
-    EXPECT_EQ(rec["alpha_blur"].get<double>(), 0.0) << what;
     expect_changes_inside_mask(before, page.img, st.mask, what);
-    auto c = rec["color"].get<std::vector<double>>();
-    const bool grey = c[0] == c[1] && c[1] == c[2] && c[0] <= 40;
-    const bool blue = c[0] <= 30 && c[1] <= 40 && c[2] >= 90 && c[2] <= 160;
-    EXPECT_TRUE(grey || blue) << what;
-    // Sharp: a bold text has pixels of exactly its colour (full coverage, no blur); any text has a
-    // pixel at least half way from white to its colour (thin strokes may cover no pixel whole).
+    expect_overlay_ink(page.img, rec, rec["font"]["bold"].get<bool>(), what);
     Box tb = json_box(rec["text_box"]);
-    int solid = 0;
-    double darkest = 255;
-    for (int y = tb.y0; y < tb.y1; ++y)
-      for (int x = tb.x0; x < tb.x1; ++x) {
-        const uint8_t* p = page.img.px(x, y);
-        bool exact = true;
-        for (int k = 0; k < 3; ++k) exact &= std::fabs(p[k] - c[k]) <= 1.0;
-        solid += exact;
-        darkest = std::min(darkest, (p[0] + p[1] + p[2]) / 3.0);
-      }
-    if (rec["font"]["bold"].get<bool>()) EXPECT_GT(solid, 0) << what << " " << rec.dump();
-    EXPECT_LE(darkest, (255 + (c[0] + c[1] + c[2]) / 3) / 2) << what << " " << rec.dump();
     // Larger than or about as large as the page's median word (0.9-2.2 x 1.3 x (median height - 2)).
     std::vector<int> hs;
     for (auto& w : page.words) hs.push_back(w.box.h());
@@ -288,24 +295,9 @@ TEST(SynthOps, TextOverlayRetypesInSharpDarkInkOfAnyFamily) {
     if (!apply_op(OpKind::Text, st, cfg, rng, nullptr, &rec)) continue;
     const std::string what = "seed " + std::to_string(seed) + " " + rec.dump();
     ++overlays;
-    EXPECT_EQ(rec["style"], "overlay") << what;
-    EXPECT_FALSE(rec["concealed"].get<bool>()) << what;
-    EXPECT_EQ(rec["alpha_blur"].get<double>(), 0.0) << what;
     EXPECT_TRUE(rec["font"]["fitted"].get<bool>()) << what;
     expect_changes_inside_mask(before, page.img, st.mask, what);
-    auto c = rec["color"].get<std::vector<double>>();
-    const bool grey = c[0] == c[1] && c[1] == c[2] && c[0] <= 40;
-    const bool blue = c[0] <= 30 && c[1] <= 40 && c[2] >= 90 && c[2] <= 160;
-    EXPECT_TRUE(grey || blue) << what;
-    // Sharp: some pixel of the new text is at least half way from white to the overlay's colour.
-    Box tb = json_box(rec["text_box"]);
-    double darkest = 255;
-    for (int y = tb.y0; y < tb.y1; ++y)
-      for (int x = tb.x0; x < tb.x1; ++x) {
-        const uint8_t* p = page.img.px(x, y);
-        darkest = std::min(darkest, (p[0] + p[1] + p[2]) / 3.0);
-      }
-    EXPECT_LE(darkest, (255 + (c[0] + c[1] + c[2]) / 3) / 2) << what;
+    expect_overlay_ink(page.img, rec, false, what);
     // The page is set in one serif family; the overlay's family is the editor's, drawn from all.
     other_family += rec["font"]["family"].get<std::string>() != page.words[0].style.family;
   }
