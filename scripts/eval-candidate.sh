@@ -2,7 +2,7 @@
 # The full evaluation of a candidate model, as every stage since stage 47 was judged (docs/train.md,
 # "Judging a candidate"): calibrated on the scan fit half (scripts/eval-receipts.sh), then measured with
 # that calibration on every variant half that exists under data/ (q100, overlay, overlay2, photo,
-# photo-after; docs/eval.md says how each is made, scripts/make-val-variants.sh makes them all), the
+# photo-after, retype; docs/eval.md says how each is made, scripts/make-val-variants.sh makes them all), the
 # synthetic held-out family (data/test_heldout) and the bundled examples.
 #
 #   [THREADS=N] scripts/eval-candidate.sh WEIGHTS OUT_DIR [DIFFNET]
@@ -22,7 +22,7 @@ run() { "$DIFFNET" ${THREADS:+-t "$THREADS"} "$@"; }
 mkdir -p "$OUT"
 [ -f "$OUT/summary.json" ] || scripts/eval-receipts.sh "$WEIGHTS" "$OUT" "$DIFFNET"
 W=$OUT/calibrated.safetensors
-for v in q100 overlay overlay2 photo photo-after; do  # the variants of HALVES in scripts/compare-runs.py
+for v in q100 overlay overlay2 photo photo-after retype; do  # the variants of HALVES in scripts/compare-runs.py
   for h in fit report; do
     data=data/val-$v/receipts-$h
     if [ ! -d "$data/images" ]; then echo "eval-candidate: $data missing, skipped (scripts/make-val-variants.sh makes it)" >&2; continue; fi
