@@ -77,6 +77,23 @@ void expect_overlay_ink(const Raster& img, const nlohmann::json& rec, bool solid
   EXPECT_LE(darkest, (255 + (c[0] + c[1] + c[2]) / 3) / 2) << what;
 }
 
+
+// Applies `op` once to `page` with its overlay style on (concealment asked for too: an overlay must
+// ignore it), every catalogue family allowed. Returns false when the page offers no target; otherwise
+// *mask is the edit's mask and *rec its record.
+bool apply_overlay_op(OpKind op, Page& page, uint64_t seed, Raster* mask, nlohmann::json* rec) {
+  EditConfig cfg;
+  cfg.conceal_prob = 1;
+  cfg.insert_overlay_prob = 1;
+  cfg.text_overlay_prob = 1;
+  cfg.fonts = select_fonts({"all"});
+  EditState st(page);
+  Rng rng(seed);
+  if (!apply_op(op, st, cfg, rng, nullptr, rec)) return false;
+  *mask = st.mask;
+  return true;
+}
+
 }  // namespace
 
 TEST(SynthOps, CopyBoxSameSizeIsExactCopyAndTouchesNothingElse) {
@@ -248,18 +265,13 @@ TEST(SynthOps, InsertOverlayIsSharpDarkTextOftenAtTheTop) {
   int overlays = 0, in_top = 0;
   for (int seed = 0; seed < 40; ++seed) {
     Page page = rendered_page(seed % 2 ? LayoutKind::Letter : LayoutKind::Receipt, 300 + seed);
-    EditConfig cfg;
-    cfg.conceal_prob = 1;  // must not apply to overlays
-    cfg.insert_overlay_prob = 1;
-    cfg.fonts = select_fonts({"all"});
-    Raster before = page.img;
-    EditState st(page);
-    Rng rng(900 + seed);
+    const Raster before = page.img;
+    Raster mask;
     nlohmann::json rec;
-    if (!apply_op(OpKind::Insert, st, cfg, rng, nullptr, &rec)) continue;  // no blank area on this page
+    if (!apply_overlay_op(OpKind::Insert, page, 900 + seed, &mask, &rec)) continue;  // no blank area on this page
     const std::string what = "seed " + std::to_string(seed) + " " + rec.dump();
     ++overlays;
-    expect_changes_inside_mask(before, page.img, st.mask, what);
+    expect_changes_inside_mask(before, page.img, mask, what);
     expect_overlay_ink(page.img, rec, rec["font"]["bold"].get<bool>(), what);
     Box tb = json_box(rec["text_box"]);
     // Larger than or about as large as the page's median word (0.9-2.2 x 1.3 x (median height - 2)).
@@ -284,19 +296,14 @@ TEST(SynthOps, TextOverlayRetypesInSharpDarkInkOfAnyFamily) {
   int overlays = 0, other_family = 0;
   for (int seed = 0; seed < 24; ++seed) {
     Page page = rendered_page(seed % 2 ? LayoutKind::Letter : LayoutKind::Invoice, 500 + seed, "serif", 150);
-    EditConfig cfg;
-    cfg.conceal_prob = 1;  // must not apply to overlays
-    cfg.text_overlay_prob = 1;
-    cfg.fonts = select_fonts({"all"});
-    Raster before = page.img;
-    EditState st(page);
-    Rng rng(700 + seed);
+    const Raster before = page.img;
+    Raster mask;
     nlohmann::json rec;
-    if (!apply_op(OpKind::Text, st, cfg, rng, nullptr, &rec)) continue;
+    if (!apply_overlay_op(OpKind::Text, page, 700 + seed, &mask, &rec)) continue;
     const std::string what = "seed " + std::to_string(seed) + " " + rec.dump();
     ++overlays;
     EXPECT_TRUE(rec["font"]["fitted"].get<bool>()) << what;
-    expect_changes_inside_mask(before, page.img, st.mask, what);
+    expect_changes_inside_mask(before, page.img, mask, what);
     expect_overlay_ink(page.img, rec, false, what);
     // The page is set in one serif family; the overlay's family is the editor's, drawn from all.
     other_family += rec["font"]["family"].get<std::string>() != page.words[0].style.family;
