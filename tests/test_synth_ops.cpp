@@ -77,7 +77,6 @@ void expect_overlay_ink(const Raster& img, const nlohmann::json& rec, bool solid
   EXPECT_LE(darkest, (255 + (c[0] + c[1] + c[2]) / 3) / 2) << what;
 }
 
-
 // Applies `op` once to `page` with its overlay style on (concealment asked for too: an overlay must
 // ignore it), every catalogue family allowed. Returns false when the page offers no target; otherwise
 // *mask is the edit's mask and *rec its record.
@@ -290,7 +289,7 @@ TEST(SynthOps, InsertOverlayIsSharpDarkTextOftenAtTheTop) {
 }
 
 // The overlay style of `text` (--text-overlay-prob): the old words erased and retyped in sharp
-// near-black or dark-blue ink, in a family drawn from the catalogue (not the page's), never concealed,
+// near-black or dark-blue ink, in a family drawn from the whole catalogue (not matched), never concealed,
 // fitted into the word's box; only pixels inside the mask change.
 TEST(SynthOps, TextOverlayRetypesInSharpDarkInkOfAnyFamily) {
   int overlays = 0, other_family = 0;

@@ -552,7 +552,7 @@ bool text_op(EditState& st, const EditConfig& cfg, Rng& rng, nlohmann::json* rec
     FontSpec font;
     bool fitted = !t.style.known || overlay;
     if (overlay) {
-      font.family = rng.pick(cfg.fonts).family;  // whatever the editor offered, not the page's
+      font.family = rng.pick(cfg.fonts).family;  // whatever the editor offered, not matched to the page
       font.bold = rng.bernoulli(0.3);
     } else if (t.style.known) {
       font = {t.style.family, t.style.bold, t.style.italic, t.style.size_px};

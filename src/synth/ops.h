@@ -50,7 +50,7 @@ struct EditConfig {
   double conceal_prob = 0.5;
   double insert_overlay_prob = 0;  // share of insertions typed as an overlay (insert_op)
   double text_overlay_prob = 0;    // share of text replacements retyped as an overlay (text_op)
-  std::vector<FontFace> fonts;  // families for text when the word's style is unknown
+  std::vector<FontFace> fonts;  // families for text when the word's style is unknown, and for overlays
 };
 
 // Supplies a donor page for splicing, given the target word (may return nullptr: no donor).
