@@ -1,5 +1,6 @@
 // Model building blocks against float64 loop references written here: ConvNeXt-V2 block and stage, the DCT
-// joint embedding, the materialised discrepancy kernels, the image-head features, RGB normalisation, config.
+// joint embedding, the materialised discrepancy kernels, the line context, the image-head features, RGB
+// normalisation, config.
 #include <cmath>
 #include <map>
 #include <string>
@@ -11,6 +12,7 @@
 #include "model/dct_branch.h"
 #include "model/decoder.h"
 #include "model/discrepancy.h"
+#include "model/line_context.h"
 #include "model/model_info.h"
 #include "testing.h"
 
@@ -482,6 +484,75 @@ TEST(ModelUnits, DiscrepancyInferenceCacheFollowsParameters) {
   EXPECT_GT(max_abs_diff(a, b), 1e-4);
 }
 
+TEST(ModelUnits, LineContextMatchesLoopReference) {
+  const int64_t B = 2, D = 3, h = 6, w = 5, K = model::LineContextImpl::kRowKernel;
+  torch::manual_seed(11);
+  model::LineContext lc(D);
+  // A new part adds nothing: its output projection starts at zero.
+  at::Tensor x32 = torch::randn({B, D, h, w});
+  EXPECT_TRUE(torch::equal(lc->forward(x32), x32));
+  lc->to(at::kDouble);
+  {
+    torch::NoGradGuard ng;
+    for (auto& p : lc->parameters()) p.normal_(0.0, 0.7);
+  }
+  at::Tensor xt = torch::randn({B, D, h, w}, at::kDouble);
+  Arr x = to_arr(xt), got = to_arr(lc->forward(xt).detach());
+  const std::vector<double> wa = flat(lc->attn->weight), ba = flat(lc->attn->bias);
+  const std::vector<double> wm = flat(lc->mix->weight), bm = flat(lc->mix->bias);  // (D, 2D+1, K)
+  const std::vector<double> wo = flat(lc->out->weight), bo = flat(lc->out->bias);  // (D, D, 1)
+  const double eps = model::LineContextImpl::kEps;
+  double worst = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    std::vector<double> srow(h, 0.0), r(h * D, 0.0), m(D, 0.0);
+    double stot = 0;
+    for (int64_t y = 0; y < h; ++y) {
+      for (int64_t xx = 0; xx < w; ++xx) {
+        double t = ba[0];
+        for (int64_t c = 0; c < D; ++c) t += wa[c] * x.at(b, c, y, xx);
+        const double a = 1.0 / (1.0 + std::exp(-t));
+        srow[y] += a;
+        for (int64_t c = 0; c < D; ++c) r[y * D + c] += a * x.at(b, c, y, xx);
+      }
+      for (int64_t c = 0; c < D; ++c) r[y * D + c] /= srow[y] + eps;
+      stot += srow[y];
+    }
+    for (int64_t c = 0; c < D; ++c) {
+      for (int64_t y = 0; y < h; ++y) m[c] += srow[y] * r[y * D + c];
+      m[c] /= stot + eps;
+    }
+    // z (2D+1, h): deviation, its square, the row's text share.
+    std::vector<double> z((2 * D + 1) * h);
+    for (int64_t y = 0; y < h; ++y) {
+      for (int64_t c = 0; c < D; ++c) {
+        const double d = r[y * D + c] - m[c];
+        z[c * h + y] = d;
+        z[(D + c) * h + y] = d * d;
+      }
+      z[2 * D * h + y] = srow[y] / static_cast<double>(w);
+    }
+    for (int64_t y = 0; y < h; ++y) {
+      std::vector<double> hid(D);
+      for (int64_t o = 0; o < D; ++o) {
+        double s = bm[o];
+        for (int64_t i = 0; i < 2 * D + 1; ++i)
+          for (int64_t k = 0; k < K; ++k) {
+            const int64_t yy = y + k - K / 2;
+            if (yy >= 0 && yy < h) s += wm[(o * (2 * D + 1) + i) * K + k] * z[i * h + yy];
+          }
+        hid[o] = gelu(s);
+      }
+      for (int64_t o = 0; o < D; ++o) {
+        double g = bo[o];
+        for (int64_t i = 0; i < D; ++i) g += wo[o * D + i] * hid[i];
+        for (int64_t xx = 0; xx < w; ++xx)
+          worst = std::max(worst, std::abs(got.at(b, o, y, xx) - (x.at(b, o, y, xx) + g)));
+      }
+    }
+  }
+  EXPECT_LT(worst, 1e-10);
+}
+
 TEST(ModelUnits, ImageHeadFeatures) {
   // mean, max and top-k (k = ceil(0.05 HW)) mean of softmax(seg)[1], after avg and max pools of P2.
   at::Tensor seg = torch::randn({1, 2, 8, 5}, at::kDouble);  // 40 px -> k = 2
@@ -528,6 +599,8 @@ TEST(ModelUnits, ConfigJsonRoundTripAndErrors) {
   EXPECT_EQ(r.kernel_size, 9);
   EXPECT_FALSE(r.dct_table_bias);
   EXPECT_EQ(r.dims, (std::vector<int64_t>{128, 256, 512, 1024}));
+  EXPECT_FALSE(r.line_context);
+  EXPECT_TRUE(model_config_from_json(nlohmann::json{{"preset", "atto"}, {"line_context", true}}).line_context);
   // Only the differences from a preset are needed.
   ModelConfig p = model_config_from_json(nlohmann::json{{"preset", "tiny"}, {"kernel_size", 5}});
   EXPECT_EQ(p.disc_dim, 256);

@@ -6,6 +6,7 @@
 #include "diffnet/common.h"
 #include "diffnet/model.h"
 #include "diffnet/safetensors.h"
+#include "model/diffnet_parts.h"
 #include "model/model_info.h"
 #include "testing.h"
 
@@ -210,6 +211,51 @@ TEST(ModelWeights, StrictLoadErrorsNameTheTensor) {
                    {{"format", "diffnet"}, {"config", R"({"kernel_size": 7, "colour": "red"})"}});
   EXPECT_NE(error_of([&] { load_model(dir + "/badcfg.safetensors"); }).find("unknown field 'colour'"),
             std::string::npos);
+}
+
+// A fine-tune that adds the line context starts as the file's model: same outputs, the new part learns.
+TEST(ModelWeights, InitWithoutLineContextStartsAsTheFilesModel) {
+  torch::manual_seed(3);
+  DiffNet plain(small_config());
+  {
+    torch::NoGradGuard ng;  // make the zero-initialised tensors non-trivial
+    for (auto& p : plain->parameters()) p.add_(torch::randn_like(p).mul_(0.05));
+  }
+  ModelConfig cfg = small_config();
+  cfg.line_context = true;
+  DiffNet lined(cfg);
+  const auto file = model_state(plain);
+  // The strict loader names the part the file lacks; the fine-tune loader fills it in.
+  EXPECT_NE(error_of([&] { load_model_state(lined, file); }).find("missing tensor 'decoder.line."), std::string::npos);
+  EXPECT_TRUE(load_model_state_for_init(lined, file));
+  EXPECT_FALSE(load_model_state_for_init(plain, file));
+  auto partial = model_state(lined);
+  partial.erase("decoder.line.mix.weight");  // part of the part present: strict again
+  EXPECT_NE(error_of([&] { load_model_state_for_init(lined, partial); }).find("missing tensor 'decoder.line.mix.weight'"),
+            std::string::npos);
+  Inputs in = make_inputs(2, 64, 64);
+  plain->eval();
+  lined->eval();
+  {
+    torch::NoGradGuard ng;
+    DiffNetOutput a = plain->forward(in.rgb, in.dct, in.qt), b = lined->forward(in.rgb, in.dct, in.qt);
+    EXPECT_EQ(max_abs_diff(a.seg_logits, b.seg_logits), 0.0);
+    EXPECT_EQ(max_abs_diff(a.cls_logits, b.cls_logits), 0.0);
+  }
+  lined->train();
+  DiffNetOutput o = lined->forward(in.rgb, in.dct, in.qt);
+  at::cross_entropy_loss(o.seg_logits, torch::randint(0, 2, {2, 64, 64}, at::kLong)).backward();
+  EXPECT_GT(lined->parts().decoder->line->out->weight.grad().abs().max().item<double>(), 0.0);
+  int64_t sum = 0;  // info's per-module table counts the part
+  for (const auto& c : model_costs(lined, 64, 64)) sum += c.params;
+  EXPECT_EQ(sum, count_parameters(lined));
+  EXPECT_EQ(count_parameters(lined, "decoder.line."), (8 + 1) + (17 * 8 * 5 + 8) + (8 * 8 + 8));
+  // Saved and loaded, the part comes back with the config.
+  const std::string dir = testutil::temp_dir("model-weights-line");
+  save_model(lined, dir + "/lined.safetensors");
+  DiffNet back = load_model(dir + "/lined.safetensors");
+  EXPECT_TRUE(back->config().line_context);
+  EXPECT_TRUE(model_state(back).at("decoder.line.attn.weight").equal(model_state(lined).at("decoder.line.attn.weight")));
 }
 
 TEST(ModelWeights, DamagedFilesAreRefusedBeforeUse) {

@@ -67,12 +67,24 @@ std::string python_with_torch() {
 TEST(Shipped, PyTorchPortReproducesTheModel) {
   // bench/pytorch/diffnet_torch.py, a plain PyTorch eager port written from the design (no code shared with
   // src/model), loads the shipped weights by name and must give the C++ model's probability maps and
-  // image logits on crops of three bundled pages (their own JPEG coefficients and tables as inputs).
+  // image logits on crops of three bundled pages (their own JPEG coefficients and tables as inputs); the
+  // same for the shipped weights with a line context (decoder.line.*) of random weights added.
   const std::string py = python_with_torch();
   if (py.empty()) GTEST_SKIP() << "python3 with torch (Debian python3-torch) not found";
-  LoadedModel lm = load_weights(kWeights);
-  lm.model->eval();
-  torch::NoGradGuard no_grad;
+  const std::string dir = testutil::temp_dir("pytorch-parity");
+  LoadedModel shipped = load_weights(kWeights);
+  shipped.model->eval();
+  DiffNet shipped_net(shipped.model);
+  ModelConfig lined_cfg = shipped.model->config();
+  lined_cfg.line_context = true;
+  torch::manual_seed(17);
+  DiffNet lined(lined_cfg);
+  ASSERT_TRUE(load_model_state_for_init(lined, model_state(shipped_net)));
+  {
+    torch::NoGradGuard ng;
+    lined->named_parameters()["decoder.line.out.weight"].normal_(0.0, 0.05);
+  }
+  save_model(lined, dir + "/lined.safetensors");
   struct Case {
     const char* name;
     const char* file;
@@ -81,34 +93,46 @@ TEST(Shipped, PyTorchPortReproducesTheModel) {
   const Case cases[] = {{"payslip", "examples/02-payslip-tampered.jpg", 256, 256, 512, 480},
                         {"letter", "examples/05-letter-pristine.jpg", 0, 0, 256, 384},
                         {"invoice", "examples/08-invoice-pristine.jpg", 128, 64, 320, 256}};
-  std::map<std::string, at::Tensor> out;
-  for (const Case& c : cases) {
-    const std::string path = testutil::source_path(c.file);
-    at::Tensor rgb = decode_image(path);
-    JpegCoefficients jc = read_jpeg_coefficients(path);
-    at::Tensor dct = clip_coefficients(jc.coef, jc.height, jc.width);
-    ASSERT_GE(rgb.size(0), c.y + c.h);
-    ASSERT_GE(rgb.size(1), c.x + c.w);
-    at::Tensor rc = rgb.slice(0, c.y, c.y + c.h).slice(1, c.x, c.x + c.w).contiguous();
-    at::Tensor dc = dct.slice(0, c.y, c.y + c.h).slice(1, c.x, c.x + c.w).contiguous();
-    DiffNetOutput o = lm.model->forward(normalize_rgb(rc), dc.to(at::kLong).unsqueeze(0), jc.qt.unsqueeze(0));
-    const std::string n = c.name;
-    out[n + ".rgb"] = rc;
-    out[n + ".dct"] = dc;
-    out[n + ".qt"] = jc.qt.contiguous();
-    out[n + ".prob"] = at::softmax(o.seg_logits, 1)[0][1].contiguous();
-    out[n + ".cls"] = o.cls_logits[0].contiguous();
+  for (const std::string weights : {kWeights, dir + "/lined.safetensors"}) {
+    LoadedModel lm = load_weights(weights);
+    lm.model->eval();
+    torch::NoGradGuard no_grad;
+    std::map<std::string, at::Tensor> out;
+    double moved = 0;  // how far the line context moves the maps from the shipped model's
+    for (const Case& c : cases) {
+      const std::string path = testutil::source_path(c.file);
+      at::Tensor rgb = decode_image(path);
+      JpegCoefficients jc = read_jpeg_coefficients(path);
+      at::Tensor dct = clip_coefficients(jc.coef, jc.height, jc.width);
+      ASSERT_GE(rgb.size(0), c.y + c.h);
+      ASSERT_GE(rgb.size(1), c.x + c.w);
+      at::Tensor rc = rgb.slice(0, c.y, c.y + c.h).slice(1, c.x, c.x + c.w).contiguous();
+      at::Tensor dc = dct.slice(0, c.y, c.y + c.h).slice(1, c.x, c.x + c.w).contiguous();
+      auto run = [&](DiffNetImpl& m) {
+        return m.forward(normalize_rgb(rc), dc.to(at::kLong).unsqueeze(0), jc.qt.unsqueeze(0));
+      };
+      DiffNetOutput o = run(*lm.model);
+      const std::string n = c.name;
+      out[n + ".rgb"] = rc;
+      out[n + ".dct"] = dc;
+      out[n + ".qt"] = jc.qt.contiguous();
+      out[n + ".prob"] = at::softmax(o.seg_logits, 1)[0][1].contiguous();
+      out[n + ".cls"] = o.cls_logits[0].contiguous();
+      at::Tensor shipped_prob = at::softmax(run(*shipped.model).seg_logits, 1)[0][1];
+      moved = std::max(moved, (out[n + ".prob"] - shipped_prob).abs().max().item<double>());
+    }
+    if (weights != kWeights) EXPECT_GT(moved, 1e-3) << "the random line context should change the maps";
+    const std::string file = dir + "/cases.safetensors";
+    save_safetensors(file, out);
+    auto r = testutil::run_command(py + " '" + testutil::source_path("bench/pytorch/diffnet_torch.py") +
+                                   "' parity --weights '" + weights + "' --cases '" + file + "'");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto j = nlohmann::json::parse(r.out);
+    std::printf("pytorch port vs C++ (%s): %s\n", weights.c_str(), r.out.c_str());
+    EXPECT_EQ(j.at("cases").get<int>(), 3);
+    EXPECT_LE(j.at("max_abs_dp").get<double>(), 1e-4) << weights;
+    EXPECT_LE(j.at("max_abs_dcls").get<double>(), 1e-3) << weights;
   }
-  const std::string file = testutil::temp_dir("pytorch-parity") + "/cases.safetensors";
-  save_safetensors(file, out);
-  auto r = testutil::run_command(py + " '" + testutil::source_path("bench/pytorch/diffnet_torch.py") +
-                                 "' parity --weights '" + kWeights + "' --cases '" + file + "'");
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto j = nlohmann::json::parse(r.out);
-  std::printf("pytorch port vs C++: %s\n", r.out.c_str());
-  EXPECT_EQ(j.at("cases").get<int>(), 3);
-  EXPECT_LE(j.at("max_abs_dp").get<double>(), 1e-4);
-  EXPECT_LE(j.at("max_abs_dcls").get<double>(), 1e-3);
 }
 
 }  // namespace

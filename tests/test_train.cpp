@@ -204,41 +204,42 @@ TEST(Optimizer, AdamWMatchesTorch) {
   EXPECT_EQ(o2.state().at("u.step").item<int64_t>(), 0);
 }
 
-// Parameters with different weight decay and different step counts (one gets a gradient every other step)
+// Parameters with different weight decay, lr scale and step counts (one gets a gradient every other step)
 // are grouped inside AdamW::step; each must follow the per-parameter rule, computed here in float64.
 TEST(Optimizer, AdamWGroupsFollowTheFloat64Rule) {
   torch::manual_seed(2);
   const double b1 = 0.9, b2 = 0.99, eps = 1e-8, lr = 0.05;
-  const double wds[3] = {0.0, 0.1, 0.1};
+  const double wds[4] = {0.0, 0.1, 0.1, 0.1}, scales[4] = {1.0, 1.0, 1.0, 3.0};
   std::vector<at::Tensor> live, ref, m, v;
-  std::vector<int64_t> t(3, 0);
+  std::vector<int64_t> t(4, 0);
   std::vector<AdamW::Param> params;
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < 4; ++i) {
     at::Tensor p0 = at::randn({3 + i});
     live.push_back(p0.clone().requires_grad_(true));
     ref.push_back(p0.to(at::kDouble));
     m.push_back(at::zeros({3 + i}, at::kDouble));
     v.push_back(at::zeros({3 + i}, at::kDouble));
-    params.push_back({"p" + std::to_string(i), live.back(), wds[i]});
+    params.push_back({"p" + std::to_string(i), live.back(), wds[i], scales[i]});
   }
   AdamW opt(params, b1, b2, eps);
   for (int step = 0; step < 5; ++step) {
-    for (int i = 0; i < 3; ++i) {
+    for (int i = 0; i < 4; ++i) {
+      const double lr_i = lr * scales[i];
       if (i == 2 && step % 2 == 1) continue;  // no gradient: skipped, its step count does not move
       at::Tensor g = at::randn({3 + i});
       live[i].mutable_grad() = g.clone();
       const double tt = static_cast<double>(++t[i]);
       at::Tensor gd = g.to(at::kDouble);
-      ref[i] = ref[i] * (1 - lr * wds[i]);
+      ref[i] = ref[i] * (1 - lr_i * wds[i]);
       m[i] = b1 * m[i] + (1 - b1) * gd;
       v[i] = b2 * v[i] + (1 - b2) * gd * gd;
       const double bc1 = 1 - std::pow(b1, tt), bc2 = 1 - std::pow(b2, tt);
-      ref[i] = ref[i] - lr / bc1 * m[i] / (v[i].sqrt() / std::sqrt(bc2) + eps);
+      ref[i] = ref[i] - lr_i / bc1 * m[i] / (v[i].sqrt() / std::sqrt(bc2) + eps);
     }
     opt.step(lr);
     opt.zero_grad();
   }
-  for (int i = 0; i < 3; ++i) EXPECT_LE(testutil::max_abs_diff(live[i], ref[i]), 1e-5) << i;
+  for (int i = 0; i < 4; ++i) EXPECT_LE(testutil::max_abs_diff(live[i], ref[i]), 1e-5) << i;
   EXPECT_EQ(opt.state().at("p2.step").item<int64_t>(), 3);
   EXPECT_EQ(opt.state().at("p0.step").item<int64_t>(), 5);
 }
@@ -253,6 +254,26 @@ ModelConfig tiny_model() {
   m.disc_dim = 16;
   m.refine_depth = 1;
   return m;
+}
+
+// line_lr_scale reaches the line context's parameters, and only them.
+TEST(Optimizer, LineLrScaleOnlyOnTheLineContext) {
+  ModelConfig m = tiny_model();
+  m.line_context = true;
+  DiffNet net(m);
+  TrainConfig tc;
+  tc.line_lr_scale = 10.0;
+  int line = 0, other = 0;
+  for (const auto& p : optimizer_params(net, tc)) {
+    const bool is_line = p.name.rfind("decoder.line.", 0) == 0;
+    EXPECT_EQ(p.lr_scale, is_line ? 10.0 : 1.0) << p.name;
+    (is_line ? line : other) += 1;
+  }
+  EXPECT_EQ(line, 6);  // attn, mix, out: weight and bias each
+  EXPECT_GT(other, 0);
+  tc.line_lr_scale = 0;
+  tc.data = {"x"};
+  EXPECT_THROW(validate_train_config(tc), Error);
 }
 
 // The precedence of a run's configuration, each step against values written out here.
@@ -309,6 +330,11 @@ TEST(TrainConfigResolve, Precedence) {
   EXPECT_EQ(r.model.preset, "test-tiny");
   EXPECT_EQ(r.model.dims, (std::vector<int64_t>{16, 24, 32, 48}));
   EXPECT_EQ(r.train.init, dir + "/tiny.safetensors");
+  // The file's model fields apply to the weights' model (a fine-tune that switches a part on).
+  init.file = nlohmann::json::parse(R"({"model": {"line_context": true}})");
+  r = resolve_train_config(init);
+  EXPECT_EQ(r.model.dims, (std::vector<int64_t>{16, 24, 32, 48}));
+  EXPECT_TRUE(r.model.line_context);
   init.preset = "atto";
   EXPECT_EQ(resolve_train_config(init).model.dims, (std::vector<int64_t>{40, 80, 160, 320}));
 

@@ -221,11 +221,32 @@ def resize(x, h, w):
     return F.interpolate(x, size=(h, w), mode="bilinear", align_corners=False)
 
 
+class LineContext(nn.Module):
+    """Each row of P1 against the window's text-weighted mean row (src/model/line_context.h)."""
+    EPS = 1e-3
+
+    def __init__(self, D):
+        super().__init__()
+        self.attn = nn.Conv2d(D, 1, 1)
+        self.mix = nn.Conv1d(2 * D + 1, D, 5, padding=2)
+        self.out = nn.Conv1d(D, D, 1)
+
+    def forward(self, x):
+        a = torch.sigmoid(self.attn(x))
+        s = a.sum(3)
+        r = (x * a).sum(3) / (s + self.EPS)
+        m = (r * s).sum(2, keepdim=True) / (s.sum(2, keepdim=True) + self.EPS)
+        d = r - m
+        z = torch.cat([d, d * d, s / x.shape[3]], 1)
+        return x + self.out(F.gelu(self.mix(z))).unsqueeze(3)
+
+
 class Decoder(nn.Module):
     def __init__(self, cfg):
         super().__init__()
         D = cfg["disc_dim"]
         self.refine = nn.ModuleList([Block(D) for _ in range(cfg["refine_depth"])])
+        self.line = LineContext(D) if cfg.get("line_context", False) else None
         self.head = nn.Sequential(nn.Conv2d(D, D, 3, padding=1), nn.GELU(), nn.Conv2d(D, 2, 1))
 
     def forward(self, t, H, W):
@@ -233,6 +254,8 @@ class Decoder(nn.Module):
             return fine + resize(coarse, fine.shape[2], fine.shape[3])
         p2 = run(self.refine, up_add(t[1], up_add(t[2], t[3])))
         p1 = up_add(t[0], p2)
+        if self.line is not None:
+            p1 = self.line(p1)
         return resize(self.head(p1), H, W), p2
 
 

@@ -53,6 +53,9 @@ struct ModelConfig {
   // Decoder (§2.5).
   int64_t refine_depth = 3;   // ConvNeXt-V2 blocks at D on P2
   bool refine = true;         // A2: false moves the refinement blocks to stage 4 of the backbone
+  // Line context (ours, not in the paper): P1's rows compared with the window's other rows before the
+  // pixel head (model/line_context.h). Off in the presets; weights without it load as before.
+  bool line_context = false;
 
   // Number of filters of each family for the current settings: free first, then centre-anchored.
   int64_t num_free_filters() const;

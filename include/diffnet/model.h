@@ -72,6 +72,10 @@ std::map<std::string, at::Tensor> model_state(DiffNet& model);
 // Loads tensors into the model. Strict: unknown, missing or mis-shaped tensors are an Error naming the
 // tensor. Values are converted to the model's dtype (so fp16 files load into fp32 models).
 void load_model_state(DiffNet& model, const std::map<std::string, at::Tensor>& tensors);
+// The start of a fine-tune: as load_model_state, except that when the model has the line context
+// (decoder.line.*) and the tensors hold none of it, that part keeps the model's own initialisation (its
+// output starts at zero: the file's model unchanged). Returns true when it did so.
+bool load_model_state_for_init(DiffNet& model, const std::map<std::string, at::Tensor>& tensors);
 
 // Weights files: safetensors with __metadata__ {"format":"diffnet","config":<json>, ...extra}.
 // dtype: at::kFloat or at::kHalf (storage only; the model keeps computing in fp32).

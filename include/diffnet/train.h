@@ -30,6 +30,9 @@ struct TrainConfig {
   int64_t warmup = 500;           // linear warm-up steps
   double min_lr = 0.0;            // cosine floor
   double weight_decay = 0.01;
+  // Learning-rate multiplier of the line context (decoder.line.*): a part added to trained weights starts
+  // at zero output and, at a fine-tune's learning rate, barely moves in 1,000 steps (docs/train.md).
+  double line_lr_scale = 1.0;
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   double pos_weight = 16.0;       // focal class weight of "tampered" (1 for "pristine")
   double cls_weight = 0.1;        // weight of the image-level loss
@@ -73,8 +76,9 @@ struct ResolvedTrainConfig {
 };
 // The one precedence of a run's configuration. Model: preset (given, else the file's, else atto) < the
 // file's "model" fields < the file's ablations < the given ablations < disc_impl / drop_path_rate; when
-// neither a preset nor "model" is named anywhere and train.init is set, the model is the one described by
-// the init weights (their metadata) instead of a preset. Training: defaults < the file's "train" < given.
+// no preset is named anywhere and train.init is set, the model described by the init weights (their
+// metadata) takes the preset's place (so "model" fields switch on a part, e.g. line_context, for a
+// fine-tune). Training: defaults < the file's "train" < given.
 // Throws Error naming the file, field or ablation that is wrong; does not validate ranges
 // (validate_train_config, ModelConfig::validate happen at use).
 ResolvedTrainConfig resolve_train_config(const TrainConfigSources& sources);
@@ -120,6 +124,7 @@ class AdamW {
     std::string name;
     at::Tensor value;
     double weight_decay;
+    double lr_scale = 1.0;  // this parameter's learning rate is lr * lr_scale (decay too: p *= 1 - lr*scale*wd)
   };
   AdamW(std::vector<Param> params, double beta1, double beta2, double eps);
   void step(double lr);
@@ -138,7 +143,8 @@ class AdamW {
 };
 
 // The model's trainable parameters with their weight decay (cfg.weight_decay, or the model config's
-// filter_weight_decay for the discrepancy filters when >= 0).
+// filter_weight_decay for the discrepancy filters when >= 0) and learning-rate multiplier
+// (cfg.line_lr_scale for decoder.line.*, else 1).
 std::vector<AdamW::Param> optimizer_params(DiffNet& model, const TrainConfig& cfg);
 
 // What a checkpoint restores besides weights and optimizer state.

@@ -59,6 +59,7 @@ void visit_fields(C& c, F&& f) {
   f("filter_weight_decay", c.filter_weight_decay);
   f("refine_depth", c.refine_depth);
   f("refine", c.refine);
+  f("line_context", c.line_context);
 }
 
 }  // namespace

@@ -24,6 +24,7 @@ DecoderImpl::DecoderImpl(const ModelConfig& cfg) {
   head0 = head->register_module("0", torch::nn::Conv2d(torch::nn::Conv2dOptions(D, D, 3).padding(1)));
   head2 = head->register_module("2", torch::nn::Conv2d(torch::nn::Conv2dOptions(D, 2, 1)));
   init_conv_linear(*this);
+  if (cfg.line_context) line = register_module("line", LineContext(D));  // its own init (out = 0)
 }
 
 DecoderOutput DecoderImpl::forward(const std::vector<at::Tensor>& t, int64_t H, int64_t W) {
@@ -35,6 +36,7 @@ DecoderOutput DecoderImpl::forward(const std::vector<at::Tensor>& t, int64_t H, 
   at::Tensor p2 = up_add(t[1], p3).contiguous(at::MemoryFormat::ChannelsLast);
   p2 = run_blocks(refine, p2);
   at::Tensor p1 = up_add(t[0], p2).contiguous(at::MemoryFormat::ChannelsLast);
+  if (line) p1 = line->forward(p1).contiguous(at::MemoryFormat::ChannelsLast);
   at::Tensor y = pointwise_conv(at::gelu(head0->forward(p1)), head2->weight, head2->bias);
   return {resize_bilinear(y, H, W), p2};
 }

@@ -8,6 +8,7 @@
 
 #include "diffnet/config.h"
 #include "model/dct_branch.h"
+#include "model/line_context.h"
 
 namespace diffnet::model {
 
@@ -19,13 +20,15 @@ struct DecoderOutput {
   at::Tensor p2;          // P2' (B,D,H/8,W/8)
 };
 
-// decoder.refine.{j} (ConvNeXt-V2 blocks at D), decoder.head.{0: conv3x3 D->D, 2: conv1x1 D->2}.
+// decoder.refine.{j} (ConvNeXt-V2 blocks at D), decoder.line.* (line context on P1, when cfg.line_context),
+// decoder.head.{0: conv3x3 D->D, 2: conv1x1 D->2}.
 class DecoderImpl : public torch::nn::Module {
  public:
   explicit DecoderImpl(const ModelConfig& cfg);
   // t: T1..T4 (strides 4..32); (H, W) the input size.
   DecoderOutput forward(const std::vector<at::Tensor>& t, int64_t H, int64_t W);
   torch::nn::ModuleList refine{nullptr};
+  LineContext line{nullptr};
   torch::nn::Conv2d head0{nullptr}, head2{nullptr};
 };
 TORCH_MODULE(Decoder);

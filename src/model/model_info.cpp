@@ -3,6 +3,8 @@
 
 #include <map>
 
+#include "model/line_context.h"
+
 namespace diffnet {
 namespace {
 
@@ -86,6 +88,12 @@ std::vector<ModuleCost> model_costs(DiffNet& model, int64_t H, int64_t W) {
     add("disc." + std::to_string(s), "disc." + std::to_string(s) + ".", f);
   }
   add("decoder.refine", "decoder.refine.", static_cast<double>(c.refine_depth) * block_flops(c.disc_dim, px(1)));
+  if (c.line_context) {  // attn 1x1 to one channel, the weighted row sums and the broadcast add, two row convs
+    const double D = static_cast<double>(c.disc_dim), rows = static_cast<double>(H >> 2);
+    const double k = static_cast<double>(model::LineContextImpl::kRowKernel);
+    add("decoder.line", "decoder.line.", conv_flops(c.disc_dim, 1, 1, 1, px(0)) + 3.0 * D * px(0) +
+                                             2.0 * (2.0 * D + 1.0) * D * k * rows + 2.0 * D * D * rows);
+  }
   add("decoder.head", "decoder.head.",
       conv_flops(c.disc_dim, c.disc_dim, 3, 1, px(0)) + conv_flops(c.disc_dim, 2, 1, 1, px(0)));
   add("cls_head", "cls_head.", 2.0 * ((2.0 * static_cast<double>(c.disc_dim) + 3.0) * 512.0 + 512.0 * 2.0));

@@ -1,9 +1,10 @@
-# Module `model`: configuration, ConvNeXt-V2, DCT branch, discrepancy, decoder, DiffNet, weights, info.
+# Module `model`: configuration, ConvNeXt-V2, DCT branch, discrepancy, line context, decoder, DiffNet, weights, info.
 add_library(diffnet_model STATIC
   ${CMAKE_CURRENT_LIST_DIR}/config.cpp
   ${CMAKE_CURRENT_LIST_DIR}/convnext.cpp
   ${CMAKE_CURRENT_LIST_DIR}/dct_branch.cpp
   ${CMAKE_CURRENT_LIST_DIR}/discrepancy.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/line_context.cpp
   ${CMAKE_CURRENT_LIST_DIR}/decoder.cpp
   ${CMAKE_CURRENT_LIST_DIR}/diffnet.cpp
   ${CMAKE_CURRENT_LIST_DIR}/weights.cpp

@@ -72,6 +72,24 @@ void load_model_state(DiffNet& model, const std::map<std::string, at::Tensor>& t
   load_state_strict(live_tensors(model), tensors, "weights");
 }
 
+bool load_model_state_for_init(DiffNet& model, const std::map<std::string, at::Tensor>& tensors) {
+  const std::string part = "decoder.line.";
+  auto has_part = [&](const std::map<std::string, at::Tensor>& m) {
+    auto it = m.lower_bound(part);
+    return it != m.end() && it->first.compare(0, part.size(), part) == 0;
+  };
+  const std::map<std::string, at::Tensor> own = live_tensors(model);
+  if (!has_part(own) || has_part(tensors)) {
+    load_model_state(model, tensors);
+    return false;
+  }
+  std::map<std::string, at::Tensor> w = tensors;
+  for (const auto& kv : own)
+    if (kv.first.compare(0, part.size(), part) == 0) w[kv.first] = kv.second.detach().clone();
+  load_model_state(model, w);
+  return true;
+}
+
 void save_model(DiffNet& model, const std::string& path, at::ScalarType dtype,
                 const std::map<std::string, std::string>& extra_metadata) {
   if (dtype != at::kFloat && dtype != at::kHalf && dtype != at::kBFloat16)

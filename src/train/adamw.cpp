@@ -2,6 +2,7 @@
 #include <c10/core/GradMode.h>
 #include <cmath>
 #include <map>
+#include <tuple>
 #include <utility>
 
 #include "diffnet/common.h"
@@ -18,19 +19,20 @@ AdamW::AdamW(std::vector<Param> params, double beta1, double beta2, double eps)
   }
 }
 
-void AdamW::step(double lr) {
+void AdamW::step(double lr_in) {
   c10::NoGradGuard no_grad;
-  // Parameters that take the same update (same step count and weight decay) are updated together by
+  // Parameters that take the same update (same step count, weight decay and lr scale) are updated together by
   // multi-tensor (_foreach) kernels: a few launches per group on a GPU instead of ~8 per parameter.
   // The arithmetic is the per-parameter rule: p *= 1 - lr*wd; m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g*g;
   // p -= lr/bc1 * m / (sqrt(v)/sqrt(bc2) + eps).
-  std::map<std::pair<int64_t, double>, std::vector<size_t>> groups;
+  std::map<std::tuple<int64_t, double, double>, std::vector<size_t>> groups;
   for (size_t i = 0; i < params_.size(); ++i) {
     if (!params_[i].value.grad().defined()) continue;
-    groups[{++steps_[i], params_[i].weight_decay}].push_back(i);
+    groups[{++steps_[i], params_[i].weight_decay, params_[i].lr_scale}].push_back(i);
   }
   for (const auto& [key, idx] : groups) {
-    const double t = static_cast<double>(key.first), wd = key.second;
+    const double t = static_cast<double>(std::get<0>(key)), wd = std::get<1>(key);
+    const double lr = lr_in * std::get<2>(key);
     std::vector<at::Tensor> p, g, m, v;
     for (size_t i : idx) {
       p.push_back(params_[i].value);

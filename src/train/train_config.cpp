@@ -22,6 +22,7 @@ void visit_fields(C& c, F&& f) {
   f("warmup", c.warmup);
   f("min_lr", c.min_lr);
   f("weight_decay", c.weight_decay);
+  f("line_lr_scale", c.line_lr_scale);
   f("beta1", c.beta1);
   f("beta2", c.beta2);
   f("eps", c.eps);
@@ -77,6 +78,7 @@ void validate_train_config(const TrainConfig& c) {
   if (!(c.weight_decay >= 0)) bad("weight_decay", "must be >= 0");
   if (!(c.beta1 >= 0 && c.beta1 < 1) || !(c.beta2 >= 0 && c.beta2 < 1)) bad("beta1/beta2", "must be in [0, 1)");
   if (!(c.eps > 0)) bad("eps", "must be positive");
+  if (!(c.line_lr_scale > 0) || !std::isfinite(c.line_lr_scale)) bad("line_lr_scale", "must be positive");
   if (!(c.pos_weight > 0)) bad("pos_weight", "must be positive");
   if (!(c.cls_weight >= 0)) bad("cls_weight", "must be >= 0");
   if (!(c.fa_weight >= 0) || !std::isfinite(c.fa_weight)) bad("fa_weight", "must be >= 0");
@@ -109,7 +111,7 @@ ResolvedTrainConfig resolve_train_config(const TrainConfigSources& src) {
     if (!file.at("preset").is_string()) throw Error(src.file_name, "field 'preset' must be a string");
     preset = file.at("preset").get<std::string>();
   }
-  if (preset.empty() && !file.contains("model") && !r.train.init.empty())
+  if (preset.empty() && !r.train.init.empty())
     r.model = load_model_config(r.train.init);
   else
     r.model = model_preset(preset.empty() ? "atto" : preset);

@@ -80,7 +80,9 @@ std::vector<AdamW::Param> optimizer_params(DiffNet& model, const TrainConfig& cf
     if (!item.value().requires_grad()) continue;
     const std::string& name = item.key();
     bool is_filter = name.rfind("disc.", 0) == 0 && name.size() > 6 && name.compare(name.size() - 6, 6, ".theta") == 0;
-    params.push_back({name, item.value(), is_filter && filter_wd >= 0 ? filter_wd : cfg.weight_decay});
+    const bool is_line = name.rfind("decoder.line.", 0) == 0;
+    params.push_back({name, item.value(), is_filter && filter_wd >= 0 ? filter_wd : cfg.weight_decay,
+                      is_line ? cfg.line_lr_scale : 1.0});
   }
   return params;
 }
@@ -153,7 +155,9 @@ TrainSummary run_training(const TrainConfig& cfg_in, const ModelConfig& mcfg_in,
   torch::manual_seed(cfg.seed);
   DiffNet model(mcfg);
   if (!opt.resume && lead) {  // the other ranks receive rank 0's weights below
-    if (!cfg.init.empty()) load_model_state(model, init_weights(cfg.init));
+    if (!cfg.init.empty() && load_model_state_for_init(model, init_weights(cfg.init)) && !quiet)
+      std::fprintf(stderr, "init: %s has no line context; that part starts at its initialisation\n",
+                   cfg.init.c_str());
     if (!cfg.init_backbone.empty()) {
       int64_t n = import_convnextv2(model, cfg.init_backbone);
       if (!quiet) std::fprintf(stderr, "init: %lld backbone tensors from %s\n", static_cast<long long>(n),

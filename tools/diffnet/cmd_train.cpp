@@ -172,6 +172,8 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--min-lr", a->t.min_lr, "Cosine floor")->capture_default_str();
   cmd->add_option("--warmup", a->t.warmup, "Linear warm-up steps")->capture_default_str();
   cmd->add_option("--weight-decay", a->t.weight_decay, "AdamW weight decay")->capture_default_str();
+  cmd->add_option("--line-lr-scale", a->t.line_lr_scale,
+                  "Learning-rate multiplier of the line context (decoder.line.*)")->capture_default_str();
   cmd->add_option("--pos-weight", a->t.pos_weight, "Focal class weight of tampered pixels")->capture_default_str();
   cmd->add_option("--cls-weight", a->t.cls_weight, "Weight of the image-level loss")->capture_default_str();
   cmd->add_option("--fa-weight", a->t.fa_weight, "Weight of the false-alarm term on untouched crops (0: off)")
