@@ -58,6 +58,38 @@ TEST(SynthCli, SameSeedGivesByteIdenticalOutput) {
   EXPECT_TRUE(any_diff);
 }
 
+// --degrade-after-edit-prob 1: the print-scan look comes after the edits, the same look (same noise) on the
+// pristine copy, so the pages differ only within the blur's reach (3 sigma <= 3 px) of the mask; no first
+// compression; the look is really there (little pure white paper left).
+TEST(SynthCli, DegradeAfterEditGivesTheEditsThePagesLook) {
+  std::string out = testutil::temp_dir("synth-after");
+  auto r = testutil::run_cli("synth --out " + out + " --seed 12 --count 8 --keep-pristine --output-format png " +
+                             "--degrade-after-edit-prob 1 --print-scan-prob 0 --q1-prob 1 --pristine-prob 0 " +
+                             "--ops text:1 --text-overlay-prob 1 --layouts receipt,invoice " + kSmall);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto manifest = read_manifest(out);
+  ASSERT_EQ(manifest.size(), 8u);
+  int tampered = 0;
+  for (auto& m : manifest) {
+    EXPECT_TRUE(m["source"].value("print_scan_after_edit", false)) << m["id"];
+    EXPECT_EQ(m["source"]["print_scan"]["angle_deg"].get<double>(), 0.0) << m["id"];
+    for (auto& h : m["compression"]) EXPECT_NE(h.value("stage", ""), "before-edit") << m["id"];
+    at::Tensor img = decode_image(out + "/" + m["image"].get<std::string>());
+    at::Tensor pri = decode_image(out + "/" + m["pristine"].get<std::string>());
+    at::Tensor mask = decode_mask(out + "/" + m["mask"].get<std::string>());
+    at::Tensor white = (pri == 255).all(2).to(at::kFloat).mean();
+    EXPECT_LT(white.item<double>(), 0.5) << m["id"] << ": the pristine page has no print-scan look";
+    at::Tensor reach = at::max_pool2d((mask > 0).to(at::kFloat).unsqueeze(0), {7, 7}, {1, 1}, {3, 3})[0] > 0;
+    at::Tensor diff = (img != pri).any(2);
+    EXPECT_EQ((diff & ~reach).sum().item<int64_t>(), 0) << m["id"];
+    if (m["tampered"].get<bool>()) {
+      ++tampered;
+      EXPECT_GT((diff & (mask > 0)).sum().item<int64_t>(), 0) << m["id"];
+    }
+  }
+  EXPECT_GT(tampered, 4);
+}
+
 // Lossless output against pristine/: the differing pixels lie in the mask; unedited pages have
 // empty masks and equal their pristine page; manifest fields are present.
 TEST(SynthCli, MasksCoverChangedPixelsAndPristinePagesAreClean) {

@@ -34,6 +34,9 @@ struct SynthOptions {
   double insert_overlay_prob = 0;    // share of `insert` edits typed as an editor's overlay (docs/synth.md)
   double text_overlay_prob = 0;      // share of `text` edits retyped as an editor's overlay (docs/synth.md)
   double print_scan_prob = 0.5;      // rendered pages: print-scan look
+  // Rendered pages: share whose print-scan look (without rotation) comes after the edits instead of
+  // before, with no first compression, so edits carry the page's blur, noise and fade (docs/synth.md).
+  double degrade_after_edit_prob = 0;
   int max_side = 0;                  // > 0: pages scaled down so that their longer side <= max_side
   int crop = 0;                      // > 0: crop pages to crop x crop (offsets multiples of 8)
   double rendered_fraction = 0;      // with sources: share of rendered pages mixed in

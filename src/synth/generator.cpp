@@ -48,6 +48,7 @@ Plan make_plan(const SynthOptions& opt) {
   prob(opt.insert_overlay_prob, "--insert-overlay-prob");
   prob(opt.text_overlay_prob, "--text-overlay-prob");
   prob(opt.print_scan_prob, "--print-scan-prob");
+  prob(opt.degrade_after_edit_prob, "--degrade-after-edit-prob");
   prob(opt.rendered_fraction, "--rendered-fraction");
   auto qrange = [](int lo, int hi, const char* name) {
     if (lo < 1 || hi > 100 || lo > hi) throw Error(name, "quality range must satisfy 1 <= min <= max <= 100");
@@ -192,13 +193,15 @@ Sample make_sample(const Plan& plan, int64_t index, BadSources& bad) {
     src["crop"] = box_json(best);
   }
   double t1 = now_seconds();
-  if (rendered && rng.bernoulli(opt.print_scan_prob)) {
+  // Drawn only when asked for, so that P = 0 keeps the random stream of earlier versions.
+  const bool after_edit = rendered && opt.degrade_after_edit_prob > 0 && rng.bernoulli(opt.degrade_after_edit_prob);
+  if (rendered && !after_edit && rng.bernoulli(opt.print_scan_prob)) {
     PrintScan ps = sample_print_scan(rng);
     apply_print_scan(page, ps, rng);
     src["print_scan"] = ps.to_json();
   }
-  family["print_scan"] = src.contains("print_scan");
-  if (rng.bernoulli(opt.q1_prob)) {
+  family["print_scan"] = src.contains("print_scan") || after_edit;
+  if (!after_edit && rng.bernoulli(opt.q1_prob)) {
     int q1 = static_cast<int>(rng.randint(opt.q1_min, opt.q1_max));
     jpeg_round_trip(page, q1);
     history.push_back({{"stage", "before-edit"}, {"format", "jpeg"}, {"quality", q1}});
@@ -253,6 +256,22 @@ Sample make_sample(const Plan& plan, int64_t index, BadSources& bad) {
       allowed[k] = false;
       failed.push_back(op_name(static_cast<OpKind>(k)));
     }
+  }
+  if (after_edit) {
+    // The look from a stream of its own, applied alike to the edited page and to the pristine copy; no
+    // rotation, so the mask stays where the edits are.
+    Rng look(derive_seed(opt.seed, static_cast<uint64_t>(index), 0x4146544552ull));
+    PrintScan ps = sample_print_scan(look);
+    ps.angle_deg = 0;
+    if (opt.keep_pristine) {
+      Page pristine{out.pristine, {}, false};
+      Rng same = look;
+      apply_print_scan(pristine, ps, same);
+      out.pristine = std::move(pristine.img);
+    }
+    apply_print_scan(page, ps, look);
+    src["print_scan"] = ps.to_json();
+    src["print_scan_after_edit"] = true;
   }
   double t3 = now_seconds();
 

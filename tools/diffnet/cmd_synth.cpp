@@ -103,6 +103,8 @@ void add_synth_command(CLI::App& app) {
   c->add_option("--text-overlay-prob", o.text_overlay_prob,
                  "Share of text edits retyped as an editor's overlay: old ink erased, any font, sharp (0)");
   c->add_option("--print-scan-prob", o.print_scan_prob, "Probability of the print-scan look for rendered pages (0.5)");
+  c->add_option("--degrade-after-edit-prob", o.degrade_after_edit_prob,
+                 "Rendered pages: share given the print-scan look after the edits, not before (0)");
   c->add_option("--max-side", o.max_side, "Scale pages down to this longer side in px (0 = off)");
   c->add_option("--crop", o.crop, "Crop pages to N x N px, offsets multiples of 8 (0 = off)");
   c->add_option("--rendered-fraction", o.rendered_fraction, "With --sources: share of rendered pages (0)");
