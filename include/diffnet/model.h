@@ -72,6 +72,8 @@ std::map<std::string, at::Tensor> model_state(DiffNet& model);
 // Loads tensors into the model. Strict: unknown, missing or mis-shaped tensors are an Error naming the
 // tensor. Values are converted to the model's dtype (so fp16 files load into fp32 models).
 void load_model_state(DiffNet& model, const std::map<std::string, at::Tensor>& tensors);
+// Name prefix of the line context's tensors (config line_context; docs/design.md §2.5).
+inline constexpr char kLineContextPrefix[] = "decoder.line.";
 // The start of a fine-tune: as load_model_state, except that when the model has the line context
 // (decoder.line.*) and the tensors hold none of it, that part keeps the model's own initialisation (its
 // output starts at zero: the file's model unchanged). Returns true when it did so.

@@ -73,7 +73,7 @@ void load_model_state(DiffNet& model, const std::map<std::string, at::Tensor>& t
 }
 
 bool load_model_state_for_init(DiffNet& model, const std::map<std::string, at::Tensor>& tensors) {
-  const std::string part = "decoder.line.";
+  const std::string part = kLineContextPrefix;
   auto has_part = [&](const std::map<std::string, at::Tensor>& m) {
     auto it = m.lower_bound(part);
     return it != m.end() && it->first.compare(0, part.size(), part) == 0;

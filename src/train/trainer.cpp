@@ -80,7 +80,7 @@ std::vector<AdamW::Param> optimizer_params(DiffNet& model, const TrainConfig& cf
     if (!item.value().requires_grad()) continue;
     const std::string& name = item.key();
     bool is_filter = name.rfind("disc.", 0) == 0 && name.size() > 6 && name.compare(name.size() - 6, 6, ".theta") == 0;
-    const bool is_line = name.rfind("decoder.line.", 0) == 0;
+    const bool is_line = name.rfind(kLineContextPrefix, 0) == 0;
     params.push_back({name, item.value(), is_filter && filter_wd >= 0 ? filter_wd : cfg.weight_decay,
                       is_line ? cfg.line_lr_scale : 1.0});
   }
