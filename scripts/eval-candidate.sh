@@ -5,8 +5,9 @@
 # photo-after, retype; docs/eval.md says how each is made, scripts/make-val-variants.sh makes them all), the
 # synthetic held-out family (data/test_heldout) and the bundled examples.
 #
-#   [THREADS=N] scripts/eval-candidate.sh WEIGHTS OUT_DIR [DIFFNET]
+#   [THREADS=N] [EVAL_FLAGS="..."] scripts/eval-candidate.sh WEIGHTS OUT_DIR [DIFFNET]
 #
+# EVAL_FLAGS: more `diffnet eval` / `predict` options for every part (e.g. "--refine-core 0.25"), word-split.
 # Writes what eval-receipts.sh writes, then OUT_DIR/V-H/ and OUT_DIR/V-H.json per variant V and half H,
 # OUT_DIR/syn/, syn.json, syn-score.json and examples.jsonl. A part whose output exists is not run again,
 # so an interrupted evaluation resumes. Compare two candidates with
@@ -28,7 +29,7 @@ for v in q100 overlay overlay2 photo photo-after retype; do  # the variants of H
     if [ ! -d "$data/images" ]; then echo "eval-candidate: $data missing, skipped (scripts/make-val-variants.sh makes it)" >&2; continue; fi
     [ -f "$OUT/$v-$h.json" ] && continue
     echo "eval-candidate: $data" >&2
-    run eval --data "$data" --protocol doc --weights "$W" --save-pred "$OUT/$v-$h" --json -q > "$OUT/$v-$h.json.tmp"
+    run eval --data "$data" --protocol doc ${EVAL_FLAGS:-} --weights "$W" --save-pred "$OUT/$v-$h" --json -q > "$OUT/$v-$h.json.tmp"
     mv "$OUT/$v-$h.json.tmp" "$OUT/$v-$h.json"
   done
 done
@@ -36,11 +37,11 @@ if [ ! -d data/test_heldout/images ]; then
   echo "eval-candidate: data/test_heldout missing, synthetic family skipped" >&2
 elif [ ! -f "$OUT/syn-score.json" ]; then
   echo "eval-candidate: data/test_heldout" >&2
-  run eval --data data/test_heldout --protocol syn2real --weights "$W" --save-pred "$OUT/syn" --json -q > "$OUT/syn.json"
+  run eval --data data/test_heldout --protocol syn2real ${EVAL_FLAGS:-} --weights "$W" --save-pred "$OUT/syn" --json -q > "$OUT/syn.json"
   "$DIFFNET" score --pred "$OUT/syn" --gt data/test_heldout/masks --scores "$OUT/syn/predictions.jsonl" \
       --protocol doc --json > "$OUT/syn-score.json.tmp"
   mv "$OUT/syn-score.json.tmp" "$OUT/syn-score.json"
 fi
-[ -f "$OUT/examples.jsonl" ] || { run predict examples --weights "$W" --json -q > "$OUT/examples.jsonl.tmp" &&
+[ -f "$OUT/examples.jsonl" ] || { run predict examples ${EVAL_FLAGS:-} --weights "$W" --json -q > "$OUT/examples.jsonl.tmp" &&
                                   mv "$OUT/examples.jsonl.tmp" "$OUT/examples.jsonl"; }
 echo "eval-candidate: done, $OUT" >&2

@@ -4,6 +4,7 @@
 #
 #   [KEEP_CALIBRATION=1] [THREADS=N] scripts/eval-receipts.sh WEIGHTS OUT_DIR [DIFFNET]
 #
+# EVAL_FLAGS: more `diffnet eval` options for both halves (e.g. "--refine-core 0.25"), word-split.
 # THREADS: passed as `diffnet -t N` (default: diffnet's own choice, which counts the cores free at start-up,
 # so background work, even niced, can make it pick fewer).
 # Writes OUT_DIR/fit/ (eval of the fit half: page statistics), OUT_DIR/calibrated.safetensors (WEIGHTS
@@ -25,12 +26,12 @@ if [ -n "${KEEP_CALIBRATION:-}" ]; then  # weights already calibrated on the fit
   cp "$WEIGHTS" "$OUT/calibrated.safetensors"
   echo '{"kept": true}' > "$OUT/calibration.json"
 else
-  "$DIFFNET" ${THREADS:+-t "$THREADS"} eval --data data/val/receipts-fit --protocol doc --weights "$WEIGHTS" --save-pred "$OUT/fit" --json -q \
+  "$DIFFNET" ${THREADS:+-t "$THREADS"} eval --data data/val/receipts-fit --protocol doc ${EVAL_FLAGS:-} --weights "$WEIGHTS" --save-pred "$OUT/fit" --json -q \
       > "$OUT/fit.json"
   "$DIFFNET" calibrate --from-stats "$OUT/fit/predictions.jsonl" --weights "$WEIGHTS" \
       --out "$OUT/calibrated.safetensors" --json -q > "$OUT/calibration.json"
 fi
-"$DIFFNET" ${THREADS:+-t "$THREADS"} eval --data data/val/receipts-report --protocol doc --weights "$OUT/calibrated.safetensors" \
+"$DIFFNET" ${THREADS:+-t "$THREADS"} eval --data data/val/receipts-report --protocol doc ${EVAL_FLAGS:-} --weights "$OUT/calibrated.safetensors" \
     --save-pred "$OUT/report" --reliability-png "$OUT/reliability.png" --json -q > "$OUT/report.json"
 python3 - "$OUT" <<'PY'
 import json, os, sys

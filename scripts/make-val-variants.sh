@@ -14,9 +14,11 @@
 # (about 8 minutes on 2 cores). Needs python3 with numpy and PIL (scripts/photo-like.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/receipts.sh
 SRC=${1:-../shared/data/receipts}
 DIFFNET=${2:-build/diffnet}
 [ -x "$DIFFNET" ] || { echo "make-val-variants: $DIFFNET not found (run make build first)" >&2; exit 2; }
+need_python_modules numpy,PIL  # scripts/photo-like.py, half-way through
 q100="--output-format jpeg --q2 100"
 V=${DATA:-data}
 scripts/make-val.sh "$SRC" "$V/val" "$DIFFNET"

@@ -99,3 +99,12 @@ outside_heldout_family() {
     sed -E "s#.*\"image\":\"([^\"]*)\".*\"mask\":\"([^\"]*)\".*#$name/\\1\t$name/\\2#" > "$set.txt"
   echo "$(grep -c . "$set.txt") of $(grep -c . "$set/manifest.jsonl") pages of $name outside the held-out family"
 }
+
+# Stops at once, saying what to install, when python3 cannot import the modules (comma-separated, e.g.
+# numpy,PIL): the steps that need them come after minutes of other work.
+need_python_modules() {
+  local py
+  py=$(command -v python3) || { echo "${0##*/}: python3 not found (Debian: apt install python3)" >&2; exit 2; }
+  python3 -c "import $1" 2>/dev/null ||
+    { echo "${0##*/}: $py cannot import $1 (Debian: apt install python3-numpy python3-pil, for /usr/bin/python3)" >&2; exit 2; }
+}
