@@ -476,6 +476,47 @@ TEST(EvalPredict, CoarseToFineRunsOverlapWindowsOnlyWhereTheCoarseMapReachesTheL
   EXPECT_EQ(prediction_to_json(p)["cold_windows"], cold);
   EXPECT_LT(testutil::max_abs_diff(p.prob, blend(run, stand_in, blurred(first)).to(at::kFloat)), 1e-5);
   EXPECT_NEAR(p.window_max, score, 1e-5);
+  // With a core weight c, a window runs only when the coarse map reaches the level where the window's
+  // own blend weight (this file's test_weight product) is at least c. The level is the midpoint of the
+  // widest gap, among all the windows' plain and core maxima, at which the two rules run different
+  // windows (else this part could not tell them apart).
+  const double core = 0.25;
+  std::vector<double> core_peaks;
+  for (const auto& [y, x] : others) {
+    at::Tensor a = first.slice(0, y, y + 64).slice(1, x, x + 64).clone();
+    auto acc = a.accessor<double, 2>();
+    for (int64_t i = 0; i < 64; ++i)
+      for (int64_t j = 0; j < 64; ++j)
+        if (test_weight(i, 64, y, 192) * test_weight(j, 64, x, 192) < core) acc[i][j] = 0;
+    core_peaks.push_back(a.max().item<double>());
+  }
+  std::vector<double> values = peaks;
+  values.insert(values.end(), core_peaks.begin(), core_peaks.end());
+  std::sort(values.begin(), values.end());
+  double core_level = -1, margin = 0;
+  for (size_t i = 0; i + 1 < values.size(); ++i) {
+    const double l = 0.5 * (values[i] + values[i + 1]);
+    bool differ = false;
+    for (size_t k = 0; k < others.size(); ++k) differ |= (peaks[k] >= l) != (core_peaks[k] >= l);
+    if (differ && values[i + 1] - values[i] > margin) margin = values[i + 1] - values[i], core_level = l;
+  }
+  ASSERT_GT(margin, 1e-4) << "the test needs a level at which the core rule runs other windows";
+  Origins core_run = coarse, core_cold;
+  for (size_t k = 0; k < others.size(); ++k) (core_peaks[k] >= core_level ? core_run : core_cold).push_back(others[k]);
+  opt.refine = core_level;
+  opt.refine_core = core;
+  Prediction c = Predictor(load_weights(tiny_model().path), opt).predict_rgb(rgb, {}, "core");
+  EXPECT_EQ(c.cold_windows, int64_t(core_cold.size()));
+  EXPECT_LT(testutil::max_abs_diff(c.prob, blend(core_run, core_cold, blurred(first)).to(at::kFloat)), 1e-5);
+  // The number of windows left cold at every level between two neighbouring maxima.
+  for (size_t i = 0; i + 1 < values.size(); ++i) {
+    if (values[i + 1] - values[i] < 1e-5) continue;
+    opt.refine = 0.5 * (values[i] + values[i + 1]);
+    const auto cold_core = std::count_if(core_peaks.begin(), core_peaks.end(), [&](double v) { return v < opt.refine; });
+    EXPECT_EQ(Predictor(load_weights(tiny_model().path), opt).predict_rgb(rgb, {}, "lv").cold_windows, cold_core)
+        << "level " << opt.refine;
+  }
+  opt.refine_core = 0;
   // Level 0 runs every window (the plain blend); without overlap or with max-merge there is nothing to refine.
   opt.refine = 0;
   Prediction all = Predictor(load_weights(tiny_model().path), opt).predict_rgb(rgb, {}, "all");
@@ -529,6 +570,11 @@ TEST(EvalPredict, CoarseToFineRunsOverlapWindowsOnlyWhereTheCoarseMapReachesTheL
   for (double bad : {1.5, std::nan("")}) {
     PredictOptions b;
     b.refine = bad;
+    EXPECT_THROW(Predictor(load_weights(tiny_model().path), b), Error) << bad;
+  }
+  for (double bad : {-0.1, 1.5, std::nan("")}) {
+    PredictOptions b;
+    b.refine_core = bad;
     EXPECT_THROW(Predictor(load_weights(tiny_model().path), b), Error) << bad;
   }
 }
@@ -679,6 +725,28 @@ TEST(EvalPredict, CalibrateFitsStatsAndWritesMetadata) {
   EXPECT_NEAR(lm.calibration->a, a, 1e-6);
   EXPECT_NEAR(lm.calibration->apply(0.8), 1.0 / (1.0 + std::exp(-lo1)), 1e-6);
   EXPECT_EQ(lm.train_size, 64) << "other metadata is kept";
+  EXPECT_EQ(j["calibration"]["fit"]["refine_core"], 0.0);
+  // Statistics of one set computed with two coarse-to-fine core weights are refused, and the one weight
+  // of a consistent set is recorded in the fit.
+  for (double second : {0.25, 0.0}) {
+    std::ofstream f(dir + "/core.jsonl");
+    for (int i = 0; i < 4; ++i)
+      f << nlohmann::json{{"id", "c" + std::to_string(i)}, {"label", i % 2}, {"refine", 0.5},
+                          {"refine_core", i == 3 ? second : 0.25},
+                          {"page_stats", {{"q99", 0.1}, {"q999", 0.1 + 0.2 * i}, {"cls_max", 0.5}, {"cls_mean", 0.5}}}}
+                  .dump()
+        << "\n";
+    f.close();
+    testutil::CliResult c = testutil::run_cli("calibrate --from-stats '" + dir + "/core.jsonl' --weights '" +
+                                              tiny_model().path + "' --json -q");
+    if (second == 0.25) {
+      ASSERT_EQ(c.exit_code, 0) << c.err;
+      EXPECT_EQ(nlohmann::json::parse(c.out)["calibration"]["fit"]["refine_core"], 0.25);
+    } else {
+      EXPECT_EQ(c.exit_code, 2);
+      EXPECT_NE(c.err.find("different windows/strides/refine levels"), std::string::npos) << c.err;
+    }
+  }
   // --data runs the model; labels come from the masks. A set with one class only is an error.
   std::string ds = testutil::temp_dir("calibrate-ds");
   std::filesystem::create_directories(ds + "/images");

@@ -179,6 +179,9 @@ struct PredictOptions {
   // run is stood in for by the coarse map blurred (no seams; docs/eval.md). < 0: the level is
   // `threshold` (chosen by measurement); 0: every window runs; at most 1.
   double refine = -1;
+  // Coarse-to-fine: a window runs only when the coarse map reaches `refine` where the window's own blend
+  // weight (the product of its blend_profile()s) is at least this; 0: anywhere inside it.
+  double refine_core = 0;
 };
 
 struct PredictTimings {
@@ -206,6 +209,7 @@ struct Prediction {
   int64_t skipped_windows = 0;     // of num_windows, not run: no content block (PredictOptions::skip_blank)
   int64_t cold_windows = 0;        // of num_windows, not run: the coarse map stayed below PredictOptions::refine
   double refine = 0;               // Predictor::refine()
+  double refine_core = 0;          // PredictOptions::refine_core in use (0 when refine is 0)
   std::string precision;           // "f32" | "bf16": what the model ran in
   std::string merge;               // "blend" | "max"
   std::vector<std::string> warnings;  // recoverable problems of the input file (e.g. stray JPEG bytes)
@@ -213,7 +217,7 @@ struct Prediction {
 };
 
 // The JSON record of one prediction: file, (for pages of PDF/TIFF files: page, page_source), width, height, image_score, score_kind, decision, page_threshold, threshold,
-// regions, page_stats, window_max, dct_source, jpeg_quality, window, stride, merge, precision, refine, num_windows, skipped_windows, cold_windows, warnings,
+// regions, page_stats, window_max, dct_source, jpeg_quality, window, stride, merge, precision, refine, refine_core, num_windows, skipped_windows, cold_windows, warnings,
 // timings_ms {decode, dct, model, total}. A file name that is not UTF-8 is written with U+FFFD for each
 // bad byte, plus "file_hex": the name's exact bytes in hex.
 nlohmann::json prediction_to_json(const Prediction& p);

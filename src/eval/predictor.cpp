@@ -197,6 +197,7 @@ Predictor::Predictor(LoadedModel model, PredictOptions options) : impl_(std::mak
   if (o.batch < 0) throw Error("batch", "must be >= 1, or 0 for the automatic batch");
   impl_->batch = o.batch > 0 ? o.batch : std::max<int64_t>(1, kAutoBatchPixels / (impl_->window * impl_->window));
   if (!(o.refine <= 1)) throw Error("refine", "must be at most 1 (0: every window runs; < 0: the pixel threshold)");
+  if (!(o.refine_core >= 0 && o.refine_core <= 1)) throw Error("refine_core", "must be in [0, 1]");
   if (o.region_gap < 0) throw Error("region_gap", "must be >= 0");
   if (o.dct_source != "auto" && o.dct_source != "file" && o.dct_source != "pixels")
     throw Error("dct_source", "expected auto, file or pixels, got '" + o.dct_source + "'");
@@ -435,6 +436,7 @@ Prediction Predictor::predict_rgb(const at::Tensor& rgb, const std::vector<uint8
     }
   };
   p.refine = refine();
+  p.refine_core = p.refine > 0 ? impl_->opt.refine_core : 0.0;
   if (p.refine > 0) {
     // Coarse-to-fine: a subset of the windows that covers the canvas first (the stride-R grid when S
     // divides R), then the others where that map reaches `refine`. A window not run is stood in for by
@@ -460,9 +462,16 @@ Prediction Predictor::predict_rgb(const at::Tensor& rgb, const std::vector<uint8
     run(0, num_coarse);
     const at::Tensor first = blender.current();
     std::vector<WindowPos> stand_ins;
+    const double core = p.refine_core;
     for (size_t i = 0; i < others.size(); ++i) {
       const WindowPos& w = others[i];
-      if (first.slice(0, w.y, w.y + R).slice(1, w.x, w.x + R).max().item<double>() >= p.refine)
+      at::Tensor area = first.slice(0, w.y, w.y + R).slice(1, w.x, w.x + R);
+      if (core > 0) {
+        const std::vector<float> py = blend_profile(R, w.y, first.size(0)), px = blend_profile(R, w.x, first.size(1));
+        const at::Tensor weight = at::outer(at::tensor(py), at::tensor(px));
+        area = area.masked_fill(weight.lt(core), 0.0);
+      }
+      if (area.max().item<double>() >= p.refine)
         windows.push_back(w), content.push_back(others_content[i]);
       else
         stand_ins.push_back(w);
@@ -531,6 +540,7 @@ nlohmann::json prediction_to_json(const Prediction& p) {
   j["window"] = p.window;
   j["stride"] = p.stride;
   j["refine"] = p.refine;
+  j["refine_core"] = p.refine_core;
   j["merge"] = p.merge;
   j["precision"] = p.precision;
   j["num_windows"] = p.num_windows;

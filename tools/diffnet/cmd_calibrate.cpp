@@ -35,6 +35,7 @@ struct Item {
   PageStats stats;
   int64_t window = 0, stride = 0;  // as recorded (0: unknown)
   double refine = 0;                // coarse-to-fine level (PredictOptions::refine) as recorded
+  double refine_core = 0;           // and its core weight (PredictOptions::refine_core; 0 in older records)
 };
 
 PageStats stats_from_json(const nlohmann::json& j) {
@@ -61,7 +62,7 @@ std::vector<Item> read_stats(const std::string& path) {
       // Our --stats-out records, or `diffnet eval --save-pred` records (which name the image by "file").
       items.push_back({j.value("id", j.value("file", std::to_string(line_no))), j.at("label").get<int>() ? 1 : 0,
                        stats_from_json(j.at("page_stats")), j.value("window", int64_t(0)), j.value("stride", int64_t(0)),
-                       j.value("refine", 0.0)});
+                       j.value("refine", 0.0), j.value("refine_core", 0.0)});
       if (j.value("merge", std::string("blend")) != "blend")
         throw Error(path + ":" + std::to_string(line_no), "statistics of a max-merged map: calibrate blended maps");
     } catch (const std::exception& e) {
@@ -85,10 +86,10 @@ std::vector<Item> run_model(const CalibrateCli& o, Predictor& predictor) {
   for (const DatasetItem& d : listed) {
     LoadedItem li = load_item(d);
     Prediction p = predictor.predict_rgb(li.rgb, li.image_bytes, li.id);
-    Item it{li.id, li.tampered() ? 1 : 0, p.page_stats, p.window, p.stride, p.refine};
+    Item it{li.id, li.tampered() ? 1 : 0, p.page_stats, p.window, p.stride, p.refine, p.refine_core};
     if (out) {
       *out << nlohmann::json{{"id", it.id}, {"label", it.label}, {"page_stats", page_stats_to_json(it.stats)},
-                             {"window", p.window}, {"stride", p.stride}, {"refine", p.refine}, {"merge", p.merge}}
+                             {"window", p.window}, {"stride", p.stride}, {"refine", p.refine}, {"refine_core", p.refine_core}, {"merge", p.merge}}
                   .dump()
            << "\n";
       out->flush();
@@ -113,10 +114,11 @@ void run(const CalibrateCli& o) {
   // The statistics depend on the window and stride they were computed with: record them (from the
   // stats records when they name them, else this run's settings).
   int64_t window = predictor.window(), stride = predictor.stride();
-  double refine = items.front().refine;
+  const double refine = items.front().refine, refine_core = items.front().refine_core;
   if (items.front().window > 0) window = items.front().window, stride = items.front().stride;
   for (const Item& it : items)
-    if ((it.window > 0 && (it.window != window || it.stride != stride)) || it.refine != refine)
+    if ((it.window > 0 && (it.window != window || it.stride != stride)) || it.refine != refine ||
+        it.refine_core != refine_core)
       throw Error(o.from_stats, "records computed with different windows/strides/refine levels");
 
   std::vector<int> y;
@@ -159,6 +161,7 @@ void run(const CalibrateCli& o) {
                     {"window", window},
                     {"stride", stride},
                     {"refine", refine},
+                    {"refine_core", refine_core},
                     {"merge", "blend"}};
     }
   }
@@ -226,6 +229,7 @@ void add_calibrate_command(CLI::App& app) {
   sub->add_option("--stride", o->predict.stride, "Window stride; default R/2");
   sub->add_option("--batch", o->predict.batch, kBatchHelp)->capture_default_str();
   sub->add_option("--refine", o->predict.refine, kRefineHelp);
+  sub->add_option("--refine-core", o->predict.refine_core, kRefineCoreHelp)->capture_default_str();
   sub->add_flag("--json", o->json, "Print one JSON object");
   sub->add_flag("-q,--quiet", o->quiet, "No progress or per-statistic lines");
   sub->callback([o] { run(*o); });

@@ -46,6 +46,7 @@ void run(const EvalCli& o) {
   j["score"] = popt.score;
   j["stride"] = predictor.stride();
   j["refine"] = predictor.refine();
+  j["refine_core"] = predictor.refine() > 0 ? popt.refine_core : 0.0;
   j["window"] = predictor.window();
   j["calibrated"] = popt.score == "page" && predictor.model().calibration.has_value();
   if (o.json) std::printf("%s\n", j.dump().c_str());
@@ -75,6 +76,7 @@ void add_eval_command(CLI::App& app) {
   sub->add_option("--reliability-png", o->reliability_png, "Write a reliability diagram of the image scores here");
   sub->add_option("--batch", o->predict.batch, kBatchHelp)->capture_default_str();
   sub->add_option("--refine", o->predict.refine, kRefineHelp);
+  sub->add_option("--refine-core", o->predict.refine_core, kRefineCoreHelp)->capture_default_str();
   sub->add_flag("!--all-windows", o->predict.skip_blank,
                 "Run the windows without content too (by default they are skipped when the page score is calibrated)");
   sub->add_option("--page-threshold", o->predict.page_threshold,

@@ -29,6 +29,11 @@ inline constexpr const char* kRefineHelp =
     "Coarse-to-fine: overlapping windows run only where the first, covering pass reaches this p (0: all run; "
     "default: the pixel threshold)";
 
+// Help of --refine-core, the same for predict, eval, serve and calibrate.
+inline constexpr const char* kRefineCoreHelp =
+    "Coarse-to-fine: a window runs only when the first pass reaches the level where the window's own blend "
+    "weight is at least this (0: anywhere inside it)";
+
 // Help of --batch, the same for predict, eval, serve and calibrate.
 inline constexpr const char* kBatchHelp =
     "Windows per forward pass (0: 8 x 256^2 / R^2 of them, i.e. 8 at R = 256, 2 at R = 512)";
