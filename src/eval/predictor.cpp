@@ -439,7 +439,8 @@ Prediction Predictor::predict_rgb(const at::Tensor& rgb, const std::vector<uint8
   p.refine_core = p.refine > 0 ? impl_->opt.refine_core : 0.0;
   if (p.refine > 0) {
     // Coarse-to-fine: a subset of the windows that covers the canvas first (the stride-R grid when S
-    // divides R), then the others where that map reaches `refine`. A window not run is stood in for by
+    // divides R), then the others where that map reaches `refine` (with refine_core > 0: where it does
+    // so at a pixel of the window's weight >= refine_core). A window not run is stood in for by
     // the coarse map blurred (Gaussian, sigma R/32) over its area, blended with its usual weight: the
     // steps where coarse windows meet become ramps (no seams).
     const std::vector<int64_t> ys = covering_origins(window_origins(Hp, R, S), R),
