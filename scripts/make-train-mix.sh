@@ -22,7 +22,7 @@ T=data/train
 [ -x "$DIFFNET" ] || { echo "make-train-mix: $DIFFNET not found (run make build first)" >&2; exit 2; }
 [ -d "$SRC/images" ] || { echo "make-train-mix: $SRC/images not found" >&2; exit 2; }
 need_python_modules numpy,PIL  # scripts/photo-like.py, after the first sets
-command -v jpegtran >/dev/null || { echo "make-train-mix: jpegtran not found (Debian: apt install libjpeg-turbo-progs)" >&2; exit 2; }
+need_command jpegtran libjpeg-turbo-progs  # scripts/mine-negatives.sh, at the end
 synth() { local out=$1; shift; rm -rf "$out"; "$DIFFNET" synth --out "$out" "$@" --crop 512 --quiet; }
 
 training_receipts "$SRC" $T

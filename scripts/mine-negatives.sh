@@ -16,11 +16,12 @@
 # Needs jpegtran (Debian libjpeg-turbo-progs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/receipts.sh
 WEIGHTS=${1:?usage: scripts/mine-negatives.sh WEIGHTS [LIST] [OUT_DIR] [DIFFNET]}
 LIST=${2:-data/train/real-untouched.txt}
 OUT=${3:-data/train/hard-negatives}
 DIFFNET=${4:-build/diffnet}
-command -v jpegtran >/dev/null || { echo "mine-negatives: jpegtran not found (apt install libjpeg-turbo-progs)" >&2; exit 2; }
+need_command jpegtran libjpeg-turbo-progs
 rm -rf "$OUT"
 mkdir -p "$OUT/images"
 grep -v '^#' "$LIST" | xargs "$DIFFNET" predict --weights "$WEIGHTS" --stride "${STRIDE:-256}" \

@@ -100,6 +100,11 @@ outside_heldout_family() {
   echo "$(grep -c . "$set.txt") of $(grep -c . "$set/manifest.jsonl") pages of $name outside the held-out family"
 }
 
+# Stops at once when the command is missing, naming the Debian package that has it.
+need_command() {
+  command -v "$1" >/dev/null || { echo "${0##*/}: $1 not found (Debian: apt install $2)" >&2; exit 2; }
+}
+
 # Stops at once, saying what to install, when python3 cannot import the modules (comma-separated, e.g.
 # numpy,PIL): the steps that need them come after minutes of other work.
 need_python_modules() {

@@ -59,6 +59,10 @@ constexpr float kBlendFloor = 1e-3f;
 // origin + window == extent) is flat at 1, so the page's own edges are covered at full weight.
 std::vector<float> blend_profile(int64_t window, int64_t origin, int64_t extent);
 
+// A (h, w) window's blend weight at pos on a (canvas_h, canvas_w) canvas: the outer product of its two
+// axis profiles, float (h, w).
+at::Tensor window_weight(int64_t h, int64_t w, const WindowPos& pos, int64_t canvas_h, int64_t canvas_w);
+
 // Accumulates window maps into sum(w p) and sum(w) on a canvas; result() = sum(w p) / sum(w).
 // The weight of a window is the outer product of its two axis profiles (blend_profile).
 class BlendMerger {
@@ -209,7 +213,7 @@ struct Prediction {
   int64_t skipped_windows = 0;     // of num_windows, not run: no content block (PredictOptions::skip_blank)
   int64_t cold_windows = 0;        // of num_windows, not run: the coarse map stayed below PredictOptions::refine
   double refine = 0;               // Predictor::refine()
-  double refine_core = 0;          // PredictOptions::refine_core in use (0 when refine is 0)
+  double refine_core = 0;          // Predictor::refine_core()
   std::string precision;           // "f32" | "bf16": what the model ran in
   std::string merge;               // "blend" | "max"
   std::vector<std::string> warnings;  // recoverable problems of the input file (e.g. stray JPEG bytes)
@@ -276,6 +280,8 @@ class Predictor {
   int64_t batch() const;           // windows per forward pass (options().batch, or the automatic one)
   // The coarse-to-fine level in use: with blend and overlap, options().refine (< 0: options().threshold); else 0.
   double refine() const;
+  // The core weight in use: options().refine_core while refine() > 0, else 0.
+  double refine_core() const;
   // The decision threshold in use: options().page_threshold when >= 0, else the calibration's threshold
   // when the page score is calibrated, else 0.5.
   double page_threshold() const;

@@ -39,6 +39,13 @@ std::vector<float> blend_profile(int64_t window, int64_t origin, int64_t extent)
   return w;
 }
 
+at::Tensor window_weight(int64_t h, int64_t w, const WindowPos& pos, int64_t canvas_h, int64_t canvas_w) {
+  std::vector<float> wy = blend_profile(h, pos.y, canvas_h), wx = blend_profile(w, pos.x, canvas_w);
+  at::Tensor ty = at::from_blob(wy.data(), {h, 1}, at::kFloat).clone();
+  at::Tensor tx = at::from_blob(wx.data(), {1, w}, at::kFloat).clone();
+  return ty * tx;
+}
+
 BlendMerger::BlendMerger(int64_t canvas_h, int64_t canvas_w)
     : num_(at::zeros({canvas_h, canvas_w}, at::kFloat)), den_(at::zeros({canvas_h, canvas_w}, at::kFloat)) {}
 
@@ -46,10 +53,7 @@ void BlendMerger::add(const at::Tensor& window_prob, const WindowPos& pos) {
   const int64_t h = window_prob.size(0), w = window_prob.size(1);
   if (pos.y < 0 || pos.x < 0 || pos.y + h > num_.size(0) || pos.x + w > num_.size(1))
     throw Error("BlendMerger", "window outside the canvas");
-  std::vector<float> wy = blend_profile(h, pos.y, num_.size(0)), wx = blend_profile(w, pos.x, num_.size(1));
-  at::Tensor ty = at::from_blob(wy.data(), {h, 1}, at::kFloat).clone();
-  at::Tensor tx = at::from_blob(wx.data(), {1, w}, at::kFloat).clone();
-  at::Tensor weight = ty * tx;
+  const at::Tensor weight = window_weight(h, w, pos, num_.size(0), num_.size(1));
   num_.slice(0, pos.y, pos.y + h).slice(1, pos.x, pos.x + w).add_(weight * window_prob.to(at::kFloat));
   den_.slice(0, pos.y, pos.y + h).slice(1, pos.x, pos.x + w).add_(weight);
 }

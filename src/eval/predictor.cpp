@@ -230,6 +230,7 @@ double Predictor::refine() const {
   const PredictOptions& o = impl_->opt;
   return o.merge == "blend" && impl_->stride < impl_->window ? (o.refine < 0 ? o.threshold : o.refine) : 0.0;
 }
+double Predictor::refine_core() const { return refine() > 0 ? impl_->opt.refine_core : 0.0; }
 double Predictor::page_threshold() const { return impl_->page_threshold; }
 const at::Device& Predictor::device() const { return impl_->device; }
 const std::string& Predictor::precision() const { return impl_->precision; }
@@ -436,7 +437,7 @@ Prediction Predictor::predict_rgb(const at::Tensor& rgb, const std::vector<uint8
     }
   };
   p.refine = refine();
-  p.refine_core = p.refine > 0 ? impl_->opt.refine_core : 0.0;
+  p.refine_core = refine_core();
   if (p.refine > 0) {
     // Coarse-to-fine: a subset of the windows that covers the canvas first (the stride-R grid when S
     // divides R), then the others where that map reaches `refine` (with refine_core > 0: where it does
@@ -463,15 +464,11 @@ Prediction Predictor::predict_rgb(const at::Tensor& rgb, const std::vector<uint8
     run(0, num_coarse);
     const at::Tensor first = blender.current();
     std::vector<WindowPos> stand_ins;
-    const double core = p.refine_core;
     for (size_t i = 0; i < others.size(); ++i) {
       const WindowPos& w = others[i];
       at::Tensor area = first.slice(0, w.y, w.y + R).slice(1, w.x, w.x + R);
-      if (core > 0) {
-        const std::vector<float> py = blend_profile(R, w.y, first.size(0)), px = blend_profile(R, w.x, first.size(1));
-        const at::Tensor weight = at::outer(at::tensor(py), at::tensor(px));
-        area = area.masked_fill(weight.lt(core), 0.0);
-      }
+      if (p.refine_core > 0)
+        area = area.masked_fill(window_weight(R, R, w, first.size(0), first.size(1)).lt(p.refine_core), 0.0);
       if (area.max().item<double>() >= p.refine)
         windows.push_back(w), content.push_back(others_content[i]);
       else

@@ -46,7 +46,7 @@ void run(const EvalCli& o) {
   j["score"] = popt.score;
   j["stride"] = predictor.stride();
   j["refine"] = predictor.refine();
-  j["refine_core"] = predictor.refine() > 0 ? popt.refine_core : 0.0;
+  j["refine_core"] = predictor.refine_core();
   j["window"] = predictor.window();
   j["calibrated"] = popt.score == "page" && predictor.model().calibration.has_value();
   if (o.json) std::printf("%s\n", j.dump().c_str());
