@@ -1,5 +1,5 @@
 # Module `ops`: the zero-sum discrepancy operator (docs/ops.md).
-diffnet_test(ops SOURCES test_ops.cpp test_ops_checks.cpp test_ops_depthwise.cpp test_ops_grn.cpp test_ops_embedding.cpp LIBS diffnet_ops)
+diffnet_test(ops SOURCES test_ops.cpp test_ops_checks.cpp test_ops_depthwise.cpp test_ops_grn.cpp test_ops_gelu.cpp test_ops_embedding.cpp LIBS diffnet_ops)
 
 # The CUDA kernels are raw CUDA (no torch headers): wherever nvcc exists, at least check they compile
 # (Debian's LibTorch has no CUDA, so they cannot be linked or run here; scripts/gpu-check.sh does that

@@ -1,6 +1,7 @@
 // Model building blocks against float64 loop references written here: ConvNeXt-V2 block and stage, the DCT
 // joint embedding, the materialised discrepancy kernels, the line context, the image-head features, RGB
 // normalisation, config.
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <string>
@@ -573,6 +574,45 @@ TEST(ModelUnits, ImageHeadFeatures) {
   auto pv = p2.accessor<double, 4>();
   EXPECT_NEAR(f[0][1].item<double>(), (pv[0][1][0][0] + pv[0][1][0][1] + pv[0][1][1][0] + pv[0][1][1][1]) / 4, 1e-12);
   EXPECT_NEAR(f[0][5].item<double>(), std::max({pv[0][2][0][0], pv[0][2][0][1], pv[0][2][1][0], pv[0][2][1][1]}), 1e-12);
+}
+
+// top_k_mean's radix selection against a float64 sort, for rows with many ties (values on a coarse grid),
+// many zeros, k = 1 and k = n, float and double; and its fallback (topk) with autograd and with a NaN.
+TEST(ModelUnits, TopKMeanAgainstASort) {
+  torch::manual_seed(5);
+  struct Case {
+    int64_t B, n, k;
+    bool ties;
+  };
+  const Case cases[] = {{3, 65536, 3277, false}, {2, 65536, 3277, true}, {4, 40, 2, false},
+                        {2, 17, 1, true},        {1, 17, 17, false},       {2, 5000, 250, true}};
+  for (const Case& c : cases)
+    for (const auto dt : {at::kFloat, at::kDouble}) {
+      at::Tensor p = at::rand({c.B, c.n}, at::kDouble).pow(4);  // most values small, as a page's map
+      if (c.ties) p = (p * 8).floor() / 8;                       // nine values only: ties across k
+      p.select(1, 0).zero_();
+      p = p.to(dt);
+      const at::Tensor got = model::top_k_mean(p, c.k);
+      ASSERT_EQ(got.sizes(), at::IntArrayRef({c.B, 1}));
+      EXPECT_EQ(got.scalar_type(), dt);
+      for (int64_t b = 0; b < c.B; ++b) {
+        std::vector<double> row(static_cast<size_t>(c.n));
+        for (int64_t i = 0; i < c.n; ++i) row[static_cast<size_t>(i)] = p[b][i].item<double>();
+        std::sort(row.rbegin(), row.rend());
+        double sum = 0;
+        for (int64_t i = 0; i < c.k; ++i) sum += row[static_cast<size_t>(i)];
+        EXPECT_NEAR(got[b][0].item<double>(), sum / static_cast<double>(c.k), dt == at::kFloat ? 1e-7 : 1e-13)
+            << c.n << " " << c.k << " " << c.ties << " " << dt;
+      }
+    }
+  // With autograd (training) and with a NaN: topk, whose gradient reaches the k values.
+  at::Tensor p = at::rand({2, 100}).requires_grad_(true);
+  model::top_k_mean(p, 5).sum().backward();
+  EXPECT_EQ(p.grad().gt(0).sum().item<int64_t>(), 10);
+  at::Tensor q = at::rand({1, 10});
+  q[0][3] = std::nan("");
+  EXPECT_TRUE(std::isnan(model::top_k_mean(q, 2).item<float>()));
+  EXPECT_THROW(model::top_k_mean(q, 11), c10::Error);
 }
 
 TEST(ModelUnits, NormalizeRgb) {

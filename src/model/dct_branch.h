@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include "diffnet/config.h"
+#include "diffnet/gelu.h"
 
 namespace diffnet::model {
 
@@ -15,7 +16,7 @@ at::Tensor space_to_depth8(const at::Tensor& x);
 class TwoLayerMlpImpl : public torch::nn::Module {
  public:
   TwoLayerMlpImpl(int64_t in, int64_t hidden, int64_t out);
-  at::Tensor forward(const at::Tensor& x) { return fc2->forward(at::gelu(fc1->forward(x))); }
+  at::Tensor forward(const at::Tensor& x) { return fc2->forward(ops::gelu(fc1->forward(x))); }
   torch::nn::Linear fc1{nullptr}, fc2{nullptr};
 };
 TORCH_MODULE(TwoLayerMlp);

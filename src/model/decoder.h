@@ -15,6 +15,11 @@ namespace diffnet::model {
 // Bilinear (align_corners = false) resize of x to (h, w).
 at::Tensor resize_bilinear(const at::Tensor& x, int64_t h, int64_t w);
 
+// The mean of the k largest values of each row of prob (B, n) as (B, 1): prob.topk(k).mean(1). Without
+// autograd, on CPU float/double values that are all >= 0 (softmax outputs), a radix selection that sums in
+// double (several times faster than topk at the image head's 65,536 values and k = 3,277); else topk.
+at::Tensor top_k_mean(const at::Tensor& prob, int64_t k);
+
 struct DecoderOutput {
   at::Tensor seg_logits;  // (B,2,H,W)
   at::Tensor p2;          // P2' (B,D,H/8,W/8)

@@ -1,6 +1,7 @@
 // Line context (docs/design.md §2.5, "Line context").
 #include "model/line_context.h"
 
+#include "diffnet/gelu.h"
 #include "model/convnext.h"
 
 namespace diffnet::model {
@@ -25,7 +26,7 @@ at::Tensor LineContextImpl::forward(const at::Tensor& x) {
   at::Tensor m = (r * s).sum(2, true) / (s.sum(2, true) + kEps);             // (B,D,1)
   at::Tensor d = r - m;
   at::Tensor z = at::cat({d, d * d, s / static_cast<double>(w)}, 1);
-  at::Tensor g = out->forward(at::gelu(mix->forward(z)));                    // (B,D,h)
+  at::Tensor g = out->forward(ops::gelu(mix->forward(z)));                    // (B,D,h)
   return x + g.unsqueeze(3);
 }
 

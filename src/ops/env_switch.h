@@ -1,4 +1,4 @@
-// The A/B switch of our CPU operators: $DIFFNET_DEPTHWISE, $DIFFNET_GRN, $DIFFNET_GELU_GRN,
+// The A/B switch of our CPU operators: $DIFFNET_DEPTHWISE, $DIFFNET_GRN, $DIFFNET_GELU_GRN, $DIFFNET_GELU,
 // $DIFFNET_EMBEDDING = aten | ours.
 #pragma once
 
