@@ -210,6 +210,36 @@ TEST(ZeroSumFused, NoGradForwardOfBothImplementationsMatchesTheLoops) {
             1e-12);
 }
 
+// Inference on channels_last activations whose channels fill SIMD vectors runs the channel-innermost
+// kernel (no layout conversion): against the float64 loop for every K and M (3 runs padded to 4), maps
+// narrower than a pixel block and smaller than the kernel (iterated reflection), float64 and float32;
+// channel counts that do not fill the vectors take the plane kernel, with the same results.
+TEST(ZeroSumFused, ChannelsLastInferenceMatchesTheLoop) {
+  c10::NoGradGuard no_grad;
+  struct Shape {
+    int64_t B, C, H, W;
+  };
+  const Shape shapes[] = {{2, 16, 13, 37}, {1, 32, 2, 3}, {1, 16, 1, 5}, {1, 13, 6, 9}};
+  uint64_t seed = 500;
+  for (const Shape& sh : shapes)
+    for (int64_t K : {3, 5, 7, 9})
+      for (int64_t M : {1, 2, 3, 4}) {
+        Case c{sh.B, sh.C, sh.H, sh.W, K, M, (M + 1) / 2};
+        opstest::Inputs in = opstest::make_inputs(c, seed++);
+        const at::Tensor ref = loop_reference(in.x, in.theta, in.weight, in.bias, c.n_free, "abs");
+        for (const auto dt : {at::kDouble, at::kFloat}) {
+          const at::Tensor x = in.x.to(dt).contiguous(at::MemoryFormat::ChannelsLast);
+          const at::Tensor out =
+              ops::zero_sum(x, in.theta.to(dt), in.weight.to(dt), in.bias.to(dt), c.n_free, "fused");
+          EXPECT_TRUE(out.is_contiguous(at::MemoryFormat::ChannelsLast)) << c.str();
+          EXPECT_EQ(out.scalar_type(), dt);
+          const double scale = ref.abs().max().item<double>();
+          EXPECT_LT(testutil::max_abs_diff(out.to(at::kDouble), ref) / scale, dt == at::kDouble ? 1e-12 : 2e-6)
+              << c.str() << " " << dt;
+        }
+      }
+}
+
 // The one rule that picks an implementation, against the table written out by hand.
 TEST(ZeroSumImpl, ChoiceFollowsTheRule) {
   struct Row {

@@ -71,6 +71,14 @@ struct ZeroSumFusedFunction : public torch::autograd::Function<ZeroSumFusedFunct
 
 at::Tensor fused_autograd(const at::Tensor& x, const at::Tensor& theta, const at::Tensor& weight,
                           const at::Tensor& bias, int64_t n_free) {
+  // Without a gradient to compute (inference), the CPU kernel takes channels_last input as it is and
+  // returns channels_last, and nothing is saved.
+  const bool grad = at::GradMode::is_enabled() &&
+                    (x.requires_grad() || theta.requires_grad() || weight.requires_grad() || bias.requires_grad());
+  if (!grad && x.is_cpu()) {
+    at::AutoDispatchBelowADInplaceOrView below_autograd;
+    return call_forward(x, theta, weight, bias, n_free);
+  }
   return ZeroSumFusedFunction::apply(x, theta, weight, bias, n_free);
 }
 

@@ -53,9 +53,23 @@ at::Tensor to_layout(const at::Tensor& t, bool channels_last) {
 at::Tensor fused_forward_cpu(const at::Tensor& x_in, const at::Tensor& theta, const at::Tensor& weight_in,
                              const at::Tensor& bias_in, int64_t n_free) {
   const bool cl = is_channels_last(x_in);
-  const at::Tensor x = to_planes(x_in);  // the kernels read any strides in place, but planes fast
   auto [kern, weight] = padded_filters(full_kernels(theta, n_free), weight_in);
   const at::Tensor bias = bias_in.contiguous();
+  if (cl && x_in.is_contiguous(at::MemoryFormat::ChannelsLast) && x_in.size(2) * x_in.size(3) > 1) {
+    // channels_last in and out, without a layout conversion, when the channels fill SIMD vectors.
+    at::Tensor out;
+    AT_DISPATCH_FLOATING_TYPES(x_in.scalar_type(), "zero_sum_fused_cpu_nhwc", [&] {
+      if (x_in.size(1) % cpu::zero_sum_nhwc_lanes<scalar_t>() != 0) return;
+      out = at::empty(x_in.sizes(), x_in.options().memory_format(at::MemoryFormat::ChannelsLast));
+      cpu::ZeroSumShape s = shape_of(x_in);
+      s.M = kern.size(1), s.K = zero_sum_kernel_size(theta);
+      cpu::zero_sum_forward_nhwc<scalar_t>(x_in.data_ptr<scalar_t>(), kern.data_ptr<scalar_t>(),
+                                           weight.data_ptr<scalar_t>(), bias.data_ptr<scalar_t>(),
+                                           out.data_ptr<scalar_t>(), s);
+    });
+    if (out.defined()) return out;
+  }
+  const at::Tensor x = to_planes(x_in);  // the kernels read any strides in place, but planes fast
   at::Tensor out = at::empty(x.sizes(), x.options());
   cpu::ZeroSumShape s = shape_of(x);
   s.M = kern.size(1), s.K = zero_sum_kernel_size(theta);

@@ -412,6 +412,69 @@ struct PlaneKernels {
   }
 };
 
+// ---- channel-innermost forward (inference on channels_last activations) ------------------------------
+// One task per output row (b, y); along the row, blocks of XB pixels x one SIMD vector of channels with
+// M * XB accumulators: per tap, M kernel vectors (kt: (K*K, M, C), channels innermost) and XB input
+// vectors feed M * XB FMAs. The reflection is two index tables (rows, columns), so no padded copy exists;
+// the column table runs XB entries past the edge (valid pixels whose results are not stored).
+template <typename T, int K, int M>
+struct NhwcForward {
+  using S = Simd<T>;
+  using V = typename S::V;
+  static constexpr int N = S::N;
+  static constexpr int R = K / 2;
+  static constexpr int XB = std::max(1, (DN_ZS_VEC_REGS / 2) / M);
+
+  static void run(const T* x, const T* kern, const T* weight, const T* bias, T* out, const ZeroSumShape& s) {
+    const int64_t B = s.B, C = s.C, H = s.H, W = s.W, KK = K * K;
+    std::vector<T> kt(static_cast<size_t>(KK * M * C)), pw(static_cast<size_t>(M * C));
+    for (int64_t c = 0; c < C; ++c)
+      for (int m = 0; m < M; ++m) {
+        for (int64_t d = 0; d < KK; ++d) kt[(d * M + m) * C + c] = kern[(c * M + m) * KK + d];
+        pw[m * C + c] = weight[c * M + m];
+      }
+    std::vector<int64_t> ry(static_cast<size_t>(H + 2 * R)), rx(static_cast<size_t>(W + 2 * R + XB));
+    for (int64_t i = 0; i < H + 2 * R; ++i) ry[i] = reflect(i - R, H) * W * C;
+    for (int64_t i = 0; i < W + 2 * R + XB; ++i) rx[i] = reflect(std::min(i, W + 2 * R - 1) - R, W) * C;
+    at::parallel_for(0, B * H, 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t row = lo; row < hi; ++row) {
+        const int64_t b = row / H, y = row % H;
+        const T* xb = x + b * H * W * C;
+        T* orow = out + row * W * C;
+        for (int64_t x0 = 0; x0 < W; x0 += XB) {
+          const int64_t nb = std::min<int64_t>(XB, W - x0);
+          for (int64_t c = 0; c < C; c += N) {
+            V acc[M][XB];
+            for (int m = 0; m < M; ++m)
+              for (int j = 0; j < XB; ++j) acc[m][j] = V{};
+            for (int ky = 0; ky < K; ++ky) {
+              const T* xr = xb + ry[y + ky] + c;
+              const int64_t* cols = rx.data() + x0;
+              const T* kr = kt.data() + ky * K * M * C + c;
+              for (int kx = 0; kx < K; ++kx) {
+                V w[M];
+                for (int m = 0; m < M; ++m) w[m] = loadu<V>(kr + (kx * M + m) * C);
+                for (int j = 0; j < XB; ++j) {
+                  const V v = loadu<V>(xr + cols[j + kx]);
+                  for (int m = 0; m < M; ++m) acc[m][j] += w[m] * v;
+                }
+              }
+            }
+            const V bv = loadu<V>(bias + c);
+            V pv[M];
+            for (int m = 0; m < M; ++m) pv[m] = loadu<V>(pw.data() + m * C + c);
+            for (int64_t j = 0; j < nb; ++j) {
+              V o = bv;
+              for (int m = 0; m < M; ++m) o += pv[m] * vabs<T>(acc[m][j]);
+              storeu(orow + (x0 + j) * C + c, o);
+            }
+          }
+        }
+      }
+    });
+  }
+};
+
 template <typename T, typename F>
 void dispatch(int64_t K, int64_t M, F&& f) {
 #define DN_ZS_CASE(k, m) \
@@ -436,6 +499,26 @@ void zero_sum_forward_cpu(const T* x, const Strides& xs, const T* kern, const T*
                           const Strides& os, const ZeroSumShape& s) {
   if (s.B * s.C * s.H * s.W == 0) return;
   dispatch<T>(s.K, s.M, [&](auto k) { decltype(k)::run_forward(x, xs, kern, weight, bias, out, os, s); });
+}
+
+template <typename T>
+int64_t zero_sum_nhwc_lanes() {
+  return Simd<T>::N;
+}
+
+template <typename T>
+void zero_sum_forward_nhwc(const T* x, const T* kern, const T* weight, const T* bias, T* out, const ZeroSumShape& s) {
+  if (s.B * s.C * s.H * s.W == 0) return;
+  if (s.C % Simd<T>::N != 0) throw std::invalid_argument("zero_sum nhwc kernel: C must be a multiple of the lanes");
+#define DN_ZS_CASE(k, m) \
+  if (s.K == k && s.M == m) return NhwcForward<T, k, m>::run(x, kern, weight, bias, out, s);
+  DN_ZS_CASE(3, 1) DN_ZS_CASE(3, 2) DN_ZS_CASE(3, 4)
+  DN_ZS_CASE(5, 1) DN_ZS_CASE(5, 2) DN_ZS_CASE(5, 4)
+  DN_ZS_CASE(7, 1) DN_ZS_CASE(7, 2) DN_ZS_CASE(7, 4)
+  DN_ZS_CASE(9, 1) DN_ZS_CASE(9, 2) DN_ZS_CASE(9, 4)
+#undef DN_ZS_CASE
+  throw std::invalid_argument("zero_sum nhwc kernel: unsupported K=" + std::to_string(s.K) +
+                              " M=" + std::to_string(s.M));
 }
 
 template <typename T>
@@ -529,6 +612,13 @@ template void zero_sum_backward_cpu<float>(const float*, const Strides&, const f
 template void zero_sum_backward_cpu<double>(const double*, const Strides&, const double*, const Strides&,
                                             const double*, const double*, double*, const Strides&, double*, double*,
                                             double*, const ZeroSumShape&);
+
+template int64_t zero_sum_nhwc_lanes<float>();
+template int64_t zero_sum_nhwc_lanes<double>();
+template void zero_sum_forward_nhwc<float>(const float*, const float*, const float*, const float*, float*,
+                                           const ZeroSumShape&);
+template void zero_sum_forward_nhwc<double>(const double*, const double*, const double*, const double*, double*,
+                                            const ZeroSumShape&);
 
 template void channels_last_to_planes<float>(const float*, const Strides&, float*, const ZeroSumShape&);
 template void channels_last_to_planes<double>(const double*, const Strides&, double*, const ZeroSumShape&);

@@ -29,6 +29,14 @@ template <typename T>
 void zero_sum_forward_cpu(const T* x, const Strides& xs, const T* kern, const T* weight, const T* bias, T* out,
                           const Strides& os, const ZeroSumShape& s);
 
+// The same forward on contiguous channel-innermost tensors (channels_last storage, (B, H, W, C) in memory)
+// in and out, no layout conversion: vectorised over channels, so C must be a multiple of
+// zero_sum_nhwc_lanes<T>() (the SIMD width of the build). For inference: the autograd path keeps the planes.
+template <typename T>
+int64_t zero_sum_nhwc_lanes();
+template <typename T>
+void zero_sum_forward_nhwc(const T* x, const T* kern, const T* weight, const T* bias, T* out, const ZeroSumShape& s);
+
 // Backward of the forward above for the upstream gradient g (B,C,H,W), any strides:
 //   dx (B,C,H,W)      exact adjoint of the reflected access (halo-extended buffer folded back);
 //   dkern (C,M,K*K)   gradient w.r.t. the full kernels (centre included);
