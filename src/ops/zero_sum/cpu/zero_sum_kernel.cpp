@@ -475,10 +475,11 @@ struct NhwcForward {
   }
 };
 
-template <typename T, typename F>
+// f(Kernels<T, K, M>{}) for the instantiated K and M (PlaneKernels, NhwcForward).
+template <typename T, template <typename, int, int> class Kernels = PlaneKernels, typename F>
 void dispatch(int64_t K, int64_t M, F&& f) {
 #define DN_ZS_CASE(k, m) \
-  if (K == k && M == m) return f(PlaneKernels<T, k, m>{});
+  if (K == k && M == m) return f(Kernels<T, k, m>{});
   DN_ZS_CASE(3, 1) DN_ZS_CASE(3, 2) DN_ZS_CASE(3, 4)
   DN_ZS_CASE(5, 1) DN_ZS_CASE(5, 2) DN_ZS_CASE(5, 4)
   DN_ZS_CASE(7, 1) DN_ZS_CASE(7, 2) DN_ZS_CASE(7, 4)
@@ -510,15 +511,7 @@ template <typename T>
 void zero_sum_forward_nhwc(const T* x, const T* kern, const T* weight, const T* bias, T* out, const ZeroSumShape& s) {
   if (s.B * s.C * s.H * s.W == 0) return;
   if (s.C % Simd<T>::N != 0) throw std::invalid_argument("zero_sum nhwc kernel: C must be a multiple of the lanes");
-#define DN_ZS_CASE(k, m) \
-  if (s.K == k && s.M == m) return NhwcForward<T, k, m>::run(x, kern, weight, bias, out, s);
-  DN_ZS_CASE(3, 1) DN_ZS_CASE(3, 2) DN_ZS_CASE(3, 4)
-  DN_ZS_CASE(5, 1) DN_ZS_CASE(5, 2) DN_ZS_CASE(5, 4)
-  DN_ZS_CASE(7, 1) DN_ZS_CASE(7, 2) DN_ZS_CASE(7, 4)
-  DN_ZS_CASE(9, 1) DN_ZS_CASE(9, 2) DN_ZS_CASE(9, 4)
-#undef DN_ZS_CASE
-  throw std::invalid_argument("zero_sum nhwc kernel: unsupported K=" + std::to_string(s.K) +
-                              " M=" + std::to_string(s.M));
+  dispatch<T, NhwcForward>(s.K, s.M, [&](auto k) { decltype(k)::run(x, kern, weight, bias, out, s); });
 }
 
 template <typename T>
