@@ -1,6 +1,7 @@
-// Shared by the tests of the depthwise convolution and GRN operators (tests/test_ops_depthwise.cpp,
-// tests/test_ops_grn.cpp): gradients of an op of (x, weight, bias), a relative error, and the check of
-// the JSON lines `diffnet bench --op ... --json` prints.
+// Shared by the tests of the depthwise convolution, GRN and GELU operators (tests/test_ops_depthwise.cpp,
+// tests/test_ops_grn.cpp, tests/test_ops_gelu.cpp): gradients of an op of (x, weight, bias), a relative
+// error, GELU written out with LibTorch's erf, and the check of the JSON lines `diffnet bench --op ...
+// --json` prints.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -8,6 +9,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <string>
 #include <vector>
@@ -28,6 +30,10 @@ Grads run_grads(F f, const at::Tensor& x0, const at::Tensor& w0, const at::Tenso
   (y * r).sum().backward();
   return {y.detach(), x.grad(), w.grad(), b.grad()};
 }
+
+// GELU in its erf form, 0.5 h (1 + erf(h / sqrt 2)), written with LibTorch's erf (not at::gelu), in h's
+// dtype and differentiable by autograd: the tests' reference.
+inline at::Tensor gelu_erf_reference(const at::Tensor& h) { return 0.5 * h * (1.0 + at::erf(h * M_SQRT1_2)); }
 
 // max |a - ref| / max |ref|, in double.
 inline double rel_err(const at::Tensor& a, const at::Tensor& ref) {

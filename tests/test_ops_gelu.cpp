@@ -10,16 +10,14 @@
 #include <cmath>
 
 #include "diffnet/gelu.h"
+#include "ops_test_util.h"
 
 namespace {
 
 namespace ops = diffnet::ops;
 using diffnet::ops::gelu_uses_own_kernel;
 
-at::Tensor reference(const at::Tensor& h) {
-  const at::Tensor x = h.to(at::kDouble);
-  return 0.5 * x * (1.0 + at::erf(x * M_SQRT1_2));
-}
+at::Tensor reference(const at::Tensor& h) { return testutil::gelu_erf_reference(h.to(at::kDouble)); }
 
 at::Tensor reference_derivative(const at::Tensor& h) {
   const at::Tensor x = h.to(at::kDouble);

@@ -183,7 +183,7 @@ TEST(Grn, BenchPrintsEveryCase) {
 // The reference: GELU as 0.5 h (1 + erf(h / sqrt 2)) written out with LibTorch's erf (not at::gelu) in
 // float64, then the composite GRN; autograd differentiates both.
 at::Tensor gelu_grn_reference(const at::Tensor& h, const at::Tensor& w, const at::Tensor& b) {
-  return grn_composite(0.5 * h * (1.0 + at::erf(h * M_SQRT1_2)), w, b);
+  return grn_composite(testutil::gelu_erf_reference(h), w, b);
 }
 
 // Pre-activations of a trained MLP's scale: mostly within +-4, some beyond (where erf saturates), some
