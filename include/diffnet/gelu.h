@@ -1,6 +1,6 @@
 // GELU in its erf form, y = h * Phi(h), with a vectorised CPU forward and backward: LibTorch 1.13 as
 // Debian builds it computes erf one element at a time (the decoder head's GELU, 8 x 64 x 64 x 64 values:
-// 3.4 ms against 0.1 ms for a ReLU; docs/ops.md, "GELU").
+// 3.4 ms against 0.1 ms for a ReLU; docs/ops.md, "GELU alone").
 #pragma once
 
 #include <ATen/ATen.h>
