@@ -79,5 +79,9 @@ asan: deps
 	  ctest --output-on-failure -j 1 -R '^($(subst $(space),|,$(strip $(ASAN_TESTS))))$$'
 
 # A Debian package of the built tree (cmake/packaging.cmake): build/diffnet_<version>_amd64.deb.
+# Refused for a -DDIFFNET_NATIVE=ON build: its code is compiled for this machine's CPU alone, and the package
+# would stop with SIGILL on others (the default build runs on any x86-64 CPU: include/diffnet/cpu_isa.h).
 deb: build
+	@if grep -q '^DIFFNET_NATIVE:BOOL=ON' $(BUILD)/CMakeCache.txt; then \
+	  echo "make deb: $(BUILD) was configured with -DDIFFNET_NATIVE=ON (runs only on CPUs like this one); reconfigure it with -DDIFFNET_NATIVE=OFF" >&2; exit 2; fi
 	@cd $(BUILD) && cpack -G DEB

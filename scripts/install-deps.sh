@@ -10,7 +10,7 @@ PKGS=(
   libgtest-dev python3 libgloo-dev python3-torch
   libqpdf-dev libpoppler-cpp-dev libtiff-dev dpkg-dev
   nodejs chromium-headless-shell pybind11-dev python3-numpy python3-pil
-  fonts-freefont-ttf fonts-urw-base35 libjpeg-turbo-progs
+  fonts-freefont-ttf fonts-urw-base35 libjpeg-turbo-progs qemu-user
 )
 # `make fuzz` (scripts/install-deps.sh --fuzz): clang 14 and its runtimes (libFuzzer, ASan, UBSan).
 if [ "${1:-}" = "--fuzz" ]; then

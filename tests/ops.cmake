@@ -1,5 +1,18 @@
 # Module `ops`: the zero-sum discrepancy operator (docs/ops.md).
-diffnet_test(ops SOURCES test_ops.cpp test_ops_checks.cpp test_ops_depthwise.cpp test_ops_grn.cpp test_ops_gelu.cpp test_ops_embedding.cpp LIBS diffnet_ops)
+diffnet_test(ops SOURCES test_ops.cpp test_ops_checks.cpp test_ops_depthwise.cpp test_ops_grn.cpp test_ops_gelu.cpp test_ops_embedding.cpp test_ops_cpu_isa.cpp LIBS diffnet_ops)
+# The same tests with our kernels at the lower instruction-set levels (include/diffnet/cpu_isa.h; skipped on a
+# CPU without the level): each level's compiled copy against the float64 references.
+foreach(level base avx2)
+  add_test(NAME ops_isa_${level} COMMAND test_ops --gtest_brief=1)
+  set_tests_properties(ops_isa_${level} PROPERTIES
+    ENVIRONMENT "DIFFNET_THREADS=2;OMP_WAIT_POLICY=PASSIVE;DIFFNET_TEST_CPU_ISA=${level}" TIMEOUT 900 SKIP_REGULAR_EXPRESSION "no level [a-z0-9]+ on this CPU and build")
+endforeach()
+# The binary on CPUs without AVX-512 or AVX, under QEMU's user-mode emulation (qemu-user; skipped without it
+# and for DIFFNET_NATIVE builds): it starts, picks their level, and its kernels and predictions hold there.
+find_package(Python3 REQUIRED COMPONENTS Interpreter)
+add_test(NAME portable COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_portable.py
+         $<TARGET_FILE:diffnet> $<TARGET_FILE:test_ops> ${DIFFNET_NATIVE} ${PROJECT_SOURCE_DIR})
+set_tests_properties(portable PROPERTIES TIMEOUT 1500 SKIP_REGULAR_EXPRESSION "OK \\(skipped=2\\)")
 
 # The CUDA kernels are raw CUDA (no torch headers): wherever nvcc exists, at least check they compile
 # (Debian's LibTorch has no CUDA, so they cannot be linked or run here; scripts/gpu-check.sh does that

@@ -1,6 +1,8 @@
 // Devices: parsing, synchronisation, descriptions, GPU memory, autocast and CUDA graphs.
 #include "diffnet/device.h"
 
+#include "diffnet/cpu_isa.h"
+
 #include <ATen/Parallel.h>
 #include <ATen/autocast_mode.h>
 #include <torch/cuda.h>
@@ -135,8 +137,8 @@ std::string device_description(const at::Device& device) {
   for (const char* want : {"avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16", "amx_tile"})
     if (have.count(want)) isa += (isa.empty() ? "" : " ") + std::string(want);
   if (isa.empty() && !flags.empty()) isa = "no avx2";
-  return "cpu (" + (model.empty() ? std::string() : model + "; ") + (isa.empty() ? "" : isa + "; ") +
-         std::to_string(at::get_num_threads()) + " threads)";
+  return "cpu (" + (model.empty() ? std::string() : model + "; ") + (isa.empty() ? "" : isa + "; ") + "kernels " +
+         cpu_isa_name(cpu_isa()) + "; " + std::to_string(at::get_num_threads()) + " threads)";
 }
 
 void reset_peak_memory(const at::Device& device) {

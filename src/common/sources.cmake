@@ -3,6 +3,7 @@
 #   set_property(GLOBAL APPEND PROPERTY DIFFNET_CLI_SOURCES ${PROJECT_SOURCE_DIR}/tools/diffnet/cmd_<name>.cpp)
 add_library(diffnet_common STATIC
   ${CMAKE_CURRENT_LIST_DIR}/common.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/cpu_isa.cpp
   ${CMAKE_CURRENT_LIST_DIR}/device.cpp
   ${CMAKE_CURRENT_LIST_DIR}/version.cpp)
 target_link_libraries(diffnet_common PUBLIC diffnet_flags)

@@ -11,6 +11,7 @@
 
 #include "commands.h"
 #include "diffnet/common.h"
+#include "diffnet/cpu_isa.h"
 #include "diffnet/predict.h"
 #include "diffnet/version.h"
 
@@ -54,10 +55,17 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int threads = 0;
   app.add_option("-t,--threads", threads, "CPU threads (default: $DIFFNET_THREADS or all hardware threads)");
-  // The version, and which default weights this binary would use (an installed one: its own prefix's);
-  // looked up only when asked for.
+  // The version, which default weights this binary would use (an installed one: its own prefix's) and the
+  // vector level its kernels run with here (include/diffnet/cpu_isa.h); looked up only when asked for.
   app.set_version_flag("--version", std::function<std::string()>([] {
-    return std::string("diffnet ") + version() + "\ndefault weights: " + default_weights_path();
+    std::string kernels;
+    try {
+      kernels = cpu_isa_name(cpu_isa());
+    } catch (const Error& e) {
+      kernels = e.what();
+    }
+    return std::string("diffnet ") + version() + "\ndefault weights: " + default_weights_path() +
+           "\nkernels: " + kernels + " (this CPU and build: up to " + cpu_isa_name(cpu_isa_supported()) + ")";
   }));
   // Every sub-command, in the order of the help text.
   for (auto add : {cli::add_bench_command, cli::add_calibrate_command, cli::add_convert_command,

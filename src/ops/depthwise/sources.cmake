@@ -4,3 +4,4 @@ target_sources(diffnet_ops PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/depthwise.cpp
   ${CMAKE_CURRENT_LIST_DIR}/cpu/depthwise_kernel.cpp)
 target_sources(diffnet_ops PRIVATE ${CMAKE_CURRENT_LIST_DIR}/depthwise_bench.cpp)
+diffnet_isa_kernels(${CMAKE_CURRENT_LIST_DIR}/cpu/depthwise_kernel.cpp)

@@ -3,3 +3,4 @@
 target_sources(diffnet_ops PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/embedding.cpp
   ${CMAKE_CURRENT_LIST_DIR}/cpu/embedding_kernel.cpp)
+diffnet_isa_kernels(${CMAKE_CURRENT_LIST_DIR}/cpu/embedding_kernel.cpp)

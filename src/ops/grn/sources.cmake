@@ -11,3 +11,4 @@ target_sources(diffnet_ops PRIVATE
 # vector blends when it may assume that floating-point operations do not trap.
 set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/cpu/grn_kernel.cpp ${CMAKE_CURRENT_LIST_DIR}/cpu/gelu_kernel.cpp
                             PROPERTIES COMPILE_OPTIONS -fno-trapping-math)
+diffnet_isa_kernels(${CMAKE_CURRENT_LIST_DIR}/cpu/grn_kernel.cpp ${CMAKE_CURRENT_LIST_DIR}/cpu/gelu_kernel.cpp)

@@ -9,6 +9,13 @@ set(DIFFNET_OPS_SOURCES
   ${CMAKE_CURRENT_LIST_DIR}/autograd/zero_sum_autograd.cpp
   ${CMAKE_CURRENT_LIST_DIR}/zero_sum_bench.cpp)
 add_library(diffnet_ops STATIC ${DIFFNET_OPS_SOURCES})
+# The kernel files compiled once per instruction-set level (src/ops/cpu_isa_foreach.h) take no precompiled
+# header: with GCC 12 the loops of their avx2/avx512 copies were left scalar when the project's
+# precompiled LibTorch header was used (GRN and GELU 3x slower: `diffnet bench --parts`, 2026-12-02).
+function(diffnet_isa_kernels)
+  set_source_files_properties(${ARGN} PROPERTIES SKIP_PRECOMPILE_HEADERS ON)
+endfunction()
+diffnet_isa_kernels(${CMAKE_CURRENT_LIST_DIR}/cpu/zero_sum_kernel.cpp)
 target_link_libraries(diffnet_ops PUBLIC diffnet_common)
 
 if(DIFFNET_CUDA)

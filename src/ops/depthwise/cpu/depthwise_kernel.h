@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "diffnet/cpu_isa.h"
+
 namespace diffnet::ops::cpu {
 
 struct DepthwiseShape {
@@ -14,7 +16,16 @@ struct DepthwiseShape {
 
 // dk (K*K, C) = the taps' gradient for g and the forward input x (B,H,W,C). Partial sums over fixed
 // blocks of rows, then summed in double in a fixed order: the same bits whatever the thread count.
+// Declared once per instruction-set level (diffnet/cpu_isa.h); the function below calls the level in use.
+#define DN_DEPTHWISE_KERNELS                                                                                  \
+  template <typename T>                                                                                       \
+  void depthwise_backward_weight_nhwc(const T* g, const T* x, T* dk, const DepthwiseShape& s);
+DIFFNET_CPU_FOR_EACH_ISA(DN_DEPTHWISE_KERNELS)
+#undef DN_DEPTHWISE_KERNELS
+
 template <typename T>
-void depthwise_backward_weight_nhwc(const T* g, const T* x, T* dk, const DepthwiseShape& s);
+void depthwise_backward_weight_nhwc(const T* g, const T* x, T* dk, const DepthwiseShape& s) {
+  DIFFNET_CPU_DISPATCH(depthwise_backward_weight_nhwc<T>(g, x, dk, s))
+}
 
 }  // namespace diffnet::ops::cpu
