@@ -43,13 +43,20 @@ CpuIsa cpu_isa_supported() {
   return CpuIsa::kBase;
 }
 
-void set_cpu_isa(CpuIsa isa) {
+namespace {
+
+// isa, or an Error naming `what` when it is above cpu_isa_supported().
+CpuIsa supported_or_error(CpuIsa isa, const char* what) {
   const CpuIsa top = cpu_isa_supported();
   if (static_cast<int>(isa) > static_cast<int>(top))
-    throw Error("cpu isa", std::string(cpu_isa_name(isa)) + " is above what this CPU and build support (" +
-                               cpu_isa_name(top) + ")");
-  g_isa.store(static_cast<int>(isa));
+    throw Error(what, std::string(cpu_isa_name(isa)) + " is above what this CPU and build support (" +
+                          cpu_isa_name(top) + ")");
+  return isa;
 }
+
+}  // namespace
+
+void set_cpu_isa(CpuIsa isa) { g_isa.store(static_cast<int>(supported_or_error(isa, "cpu isa"))); }
 
 CpuIsa cpu_isa() {
   const int v = g_isa.load(std::memory_order_relaxed);
@@ -57,16 +64,9 @@ CpuIsa cpu_isa() {
   std::call_once(g_isa_decided, [] {
     if (g_isa.load() >= 0) return;  // set_cpu_isa came first
     const char* env = std::getenv("DIFFNET_CPU_ISA");
-    if (env && *env && std::string(env) != "auto") {
-      const CpuIsa want = parse_cpu_isa(env, "DIFFNET_CPU_ISA");
-      const CpuIsa top = cpu_isa_supported();
-      if (static_cast<int>(want) > static_cast<int>(top))
-        throw Error("DIFFNET_CPU_ISA", std::string(env) + " is above what this CPU and build support (" +
-                                           cpu_isa_name(top) + ")");
-      g_isa.store(static_cast<int>(want));
-    } else {
-      g_isa.store(static_cast<int>(cpu_isa_supported()));
-    }
+    const bool named = env && *env && std::string(env) != "auto";
+    g_isa.store(static_cast<int>(named ? supported_or_error(parse_cpu_isa(env, "DIFFNET_CPU_ISA"), "DIFFNET_CPU_ISA")
+                                       : cpu_isa_supported()));
   });
   return static_cast<CpuIsa>(g_isa.load());
 }
