@@ -1,5 +1,6 @@
 // The whole DiffNet: preset shapes, parameter counts, ablations, input errors, gradients.
 #include <cmath>
+#include <set>
 
 #include "diffnet/common.h"
 #include "diffnet/model.h"
@@ -101,6 +102,38 @@ TEST(ModelNet, AllAblationsBuildAndRun) {
   DiffNet fph(a1);
   EXPECT_GT(count_parameters(fph, "dct.qt_embed."), 0);
   EXPECT_EQ(fph->parts().dct->out_channels(), 256);
+}
+
+// diffnet bench --parts reads each module's analytic FLOPs against the time of the traced part that holds
+// it: every module of model_costs must map to a part the forward actually marks, for every ablation
+// (A19's input filters, A1's FPH, the DCT branch left out) and with the line context.
+TEST(ModelNet, EveryCostedModuleIsInATracedPart) {
+  torch::NoGradGuard ng;
+  Inputs in = make_inputs(1, 64, 64);
+  std::vector<std::pair<std::string, ModelConfig>> cases;
+  for (int i = 0; i <= 20; ++i) {
+    ModelConfig cfg = model_preset("atto");
+    apply_ablation(cfg, "A" + std::to_string(i));
+    cases.push_back({"A" + std::to_string(i), cfg});
+  }
+  ModelConfig lined = model_preset("atto");
+  lined.line_context = true;
+  cases.push_back({"line_context", lined});
+  for (const auto& c : cases) {
+    DiffNet m(c.second);
+    m->eval();
+    std::set<std::string> traced;
+    m->set_trace([&](const char* part) {
+      if (std::string(part) != "start") traced.insert(part);
+    });
+    (void)m->forward(in.rgb, in.dct, in.qt);
+    std::set<std::string> costed;
+    for (const auto& mc : model_costs(m, 64, 64)) costed.insert(part_of_module(mc.name));
+    EXPECT_EQ(costed, traced) << c.first;
+    EXPECT_EQ(traced.count("dct"), c.second.dct_head == "none" ? 0u : 1u) << c.first;
+  }
+  EXPECT_THROW(part_of_module("decoderx"), Error);
+  EXPECT_THROW(part_of_module("rgb.stages.4"), Error);
 }
 
 TEST(ModelNet, InputErrors) {

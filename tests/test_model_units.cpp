@@ -665,6 +665,19 @@ TEST(ModelUnits, ConfigJsonRoundTripAndErrors) {
   EXPECT_EQ(a.num_free_filters(), 1);
 }
 
+TEST(ModelUnits, PartFlopsOfAttoAgainstHandCount) {
+  // atto at 256^2, by hand (2 x MACs): stem 4x4/4 conv 3 -> 40 over 64^2 pixels = 15,728,640; a stage-1
+  // block at C = 40 over 64^2: depthwise 7x7 2*40*49*4096 = 16,056,320 plus the MLP 2*(40*160 + 160*40)*4096
+  // = 104,857,600; two blocks. Stage 2 (part rgb.stage2): the 2x2/2 downsampler 40 -> 80 over 32^2
+  // = 26,214,400, two blocks at C = 80 (2*80*49*1024 + 4*80*320*1024 = 112,885,760 each) and the fusion 1x1
+  // conv (80 + 64) -> 80 over 32^2 = 23,592,960.
+  DiffNet m(model_preset("atto"));
+  std::map<std::string, double> part;
+  for (const auto& c : model_costs(m, 256, 256)) part[part_of_module(c.name)] += c.flops;
+  EXPECT_DOUBLE_EQ(part["rgb.stage1"], 15728640.0 + 2 * (16056320.0 + 104857600.0));
+  EXPECT_DOUBLE_EQ(part["rgb.stage2"], 26214400.0 + 2 * 112885760.0 + 23592960.0);
+}
+
 TEST(ModelUnits, BackboneFlopsMatchPublishedFigures) {
   // docs/design.md §2.1: forward GFLOP at 512^2 for atto / nano / tiny / base: 5.72 / 25.6 / 46.6 / 160.4.
   const std::pair<const char*, double> cases[] = {{"atto", 5.72}, {"nano", 25.6}, {"tiny", 46.6}, {"base", 160.4}};

@@ -388,6 +388,20 @@ TEST(ModelWeights, CliConvertInfoBench) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   j = nlohmann::json::parse(r.out);
   EXPECT_GT(j["median_ms"].get<double>(), 0.0);
+  // --parts: a time and the analytic FLOPs of each traced part, the FLOPs summing to the model's.
+  r = testutil::run_cli("bench --preset atto --size 64 --batch 2 --iters 1 --warmup 0 --parts --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j.contains("parts_ms") && j.contains("parts_gflop")) << r.out;
+  EXPECT_EQ(j["parts_ms"].size(), 8u) << r.out;
+  double part_sum = 0;
+  for (const auto& kv : j["parts_ms"].items()) {
+    ASSERT_TRUE(j["parts_gflop"].contains(kv.key())) << kv.key();
+    part_sum += j["parts_gflop"][kv.key()].get<double>();
+  }
+  EXPECT_EQ(j["parts_gflop"].size(), j["parts_ms"].size());
+  EXPECT_NEAR(part_sum, j["gflop_per_it"].get<double>(), 1e-9 * part_sum);
+  EXPECT_GT(j["matrix_gflop_per_s"].get<double>(), 0.1);
   r = testutil::run_cli("bench --preset atto --size 64 --mode train --batch 1 --iters 1 --warmup 0 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out)["mode"], "train");

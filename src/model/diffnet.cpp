@@ -113,12 +113,16 @@ DiffNetOutput DiffNetImpl::forward(const at::Tensor& rgb, const at::Tensor& dct_
   if (p.disc_input) x = x + p.disc_input->forward(rgb.to(dtype));
   at::Tensor f1 = st[0]->forward_blocks(x);
   mark("rgb.stage1");
-  x = st[1]->forward_downsample(f1);
+  // The DCT branch before stage 2's downsampling, so that each traced part is whole modules
+  // (part_of_module in model/model_info.h); the two are independent.
+  at::Tensor fd;
   if (p.dct) {
-    at::Tensor fd = p.dct->forward(dct, qt);
+    fd = p.dct->forward(dct, qt);
     mark("dct");
-    x = model::pointwise_conv(at::cat({x, fd}, 1).contiguous(at::MemoryFormat::ChannelsLast), p.fuse->weight, p.fuse->bias);
   }
+  x = st[1]->forward_downsample(f1);
+  if (p.dct)
+    x = model::pointwise_conv(at::cat({x, fd}, 1).contiguous(at::MemoryFormat::ChannelsLast), p.fuse->weight, p.fuse->bias);
   at::Tensor f2 = st[1]->forward_blocks(x);
   mark("rgb.stage2");
   at::Tensor f3 = st[2]->forward(f2);

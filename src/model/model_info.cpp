@@ -3,6 +3,7 @@
 
 #include <map>
 
+#include "diffnet/common.h"
 #include "model/line_context.h"
 
 namespace diffnet {
@@ -98,6 +99,19 @@ std::vector<ModuleCost> model_costs(DiffNet& model, int64_t H, int64_t W) {
       conv_flops(c.disc_dim, c.disc_dim, 3, 1, px(0)) + conv_flops(c.disc_dim, 2, 1, 1, px(0)));
   add("cls_head", "cls_head.", 2.0 * ((2.0 * static_cast<double>(c.disc_dim) + 3.0) * 512.0 + 512.0 * 2.0));
   return out;
+}
+
+std::string part_of_module(const std::string& name) {
+  auto starts = [&](const char* prefix) { return name.rfind(prefix, 0) == 0; };
+  if (name == "rgb.stem" || name == "rgb.stages.0" || name == "disc_input") return "rgb.stage1";
+  if (name == "dct") return "dct";
+  if (name == "fuse" || name == "rgb.stages.1") return "rgb.stage2";  // the fusion conv runs at stage 2's input
+  if (name == "rgb.stages.2") return "rgb.stage3";
+  if (name == "rgb.stages.3") return "rgb.stage4";
+  if (starts("disc.")) return "discrepancy";
+  if (starts("decoder.")) return "decoder";
+  if (name == "cls_head") return "cls_head";
+  throw Error("part_of_module", "no traced part holds module '" + name + "'");
 }
 
 }  // namespace diffnet

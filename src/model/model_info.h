@@ -19,6 +19,10 @@ struct ModuleCost {
 // Costs grouped by module (in forward order); parameters counted from `model`, FLOPs from its config.
 std::vector<ModuleCost> model_costs(DiffNet& model, int64_t H, int64_t W);
 
+// The part of DiffNet::forward's trace (set_trace: rgb.stage1, dct, rgb.stage2, rgb.stage3, rgb.stage4,
+// discrepancy, decoder, cls_head) whose time holds the module `name` of model_costs. Error for another name.
+std::string part_of_module(const std::string& name);
+
 // Analytic FLOPs of the ConvNeXt-V2 backbone alone (stem + 4 stages) for one H x W image.
 double backbone_flops(const std::vector<int64_t>& dims, const std::vector<int64_t>& depths, int64_t H, int64_t W);
 

@@ -6,15 +6,50 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <map>
 
 #include "diffnet/common.h"
 #include "diffnet/device.h"
 #include "diffnet/model.h"
 #include "diffnet/train.h"
+#include "model/convnext.h"
 #include "model/model_info.h"
 
 namespace diffnet {
+namespace {
+
+// The machine's matrix rate on `device` in `dtype` at the current threads, in GFLOP/s: the faster of one
+// large matrix product (n x n by n x n, n = 2048 on a CPU, 8192 on a GPU) and one large 1x1 convolution
+// as the model's Linear layers run it (512 -> 512 channels over 64 x 64 channels_last pixels, batch 4;
+// oneDNN on a CPU), each best of 5 after 2 warm-up. What the work that suits the machine best gets,
+// against which the model's parts are read.
+double matrix_gflops(const at::Device& device, at::ScalarType dtype) {
+  torch::NoGradGuard no_grad;
+  const auto opts = at::TensorOptions().dtype(dtype).device(device);
+  auto best_rate = [&](double flops, const std::function<void()>& run) {
+    double best = 1e30;
+    for (int i = 0; i < 7; ++i) {
+      synchronize(device);
+      const double t0 = now_seconds();
+      run();
+      synchronize(device);
+      if (i >= 2) best = std::min(best, now_seconds() - t0);
+    }
+    return flops / best / 1e9;
+  };
+  const int64_t n = device.is_cuda() ? 8192 : 2048;
+  const at::Tensor a = at::full({n, n}, 0.01, opts), b = at::full({n, n}, 0.02, opts);
+  const double mm = best_rate(2.0 * double(n) * double(n) * double(n), [&] { (void)at::mm(a, b); });
+  const int64_t B = 4, C = 512, P = 64;
+  const at::Tensor x = at::full({B, C, P, P}, 0.01, opts).contiguous(at::MemoryFormat::ChannelsLast);
+  const at::Tensor w = at::full({C, C, 1, 1}, 0.02, opts), bias = at::zeros({C}, opts);
+  const double conv = best_rate(2.0 * double(B * C * C * P * P), [&] { (void)model::pointwise_conv(x, w, bias); });
+  return std::max(mm, conv);
+}
+
+}  // namespace
+
 int run_model_bench(const ModelBenchOptions& opt) {
   if (opt.mode != "infer" && opt.mode != "train")
     throw Error("bench", "--mode must be infer or train, got '" + opt.mode + "'");
@@ -100,8 +135,10 @@ int run_model_bench(const ModelBenchOptions& opt) {
   progress.finish();
   const int64_t peak = peak_memory_bytes(device);
 
-  // Per-part forward times: the model's trace hook synchronises after each part.
-  std::map<std::string, double> part_ms;
+  // Per-part forward times: the model's trace hook synchronises after each part. Each part's analytic
+  // FLOPs (batch B) and the machine's matrix-product rate say how far from the arithmetic limit it runs.
+  std::map<std::string, double> part_ms, part_gflop;
+  double mm_gflops = 0;
   if (opt.parts) {
     std::map<std::string, std::vector<double>> samples;
     double last = 0;
@@ -118,6 +155,8 @@ int run_model_bench(const ModelBenchOptions& opt) {
     }
     model->set_trace(nullptr);
     for (auto& kv : samples) part_ms[kv.first] = median(kv.second);
+    for (const auto& c : model_costs(model, S, S)) part_gflop[part_of_module(c.name)] += c.flops * B / 1e9;
+    mm_gflops = matrix_gflops(device, opt.dtype == "bf16" || opt.amp ? at::kBFloat16 : at::kFloat);
   }
   if (!opt.profile.empty()) {
     // Three more iterations, as timed above (graph replays when --graph), then one device sync.
@@ -145,7 +184,11 @@ int run_model_bench(const ModelBenchOptions& opt) {
                         {"it_per_s", 1.0 / med},      {"images_per_s", B / med},    {"params", params},
                         {"gflop_per_it", gflop},      {"gflop_per_s", gflop / med}, {"min_ms", times.front() * 1e3},
                         {"max_ms", times.back() * 1e3}, {"peak_memory_mib", static_cast<double>(peak) / (1 << 20)}};
-    if (!part_ms.empty()) j["parts_ms"] = part_ms;
+    if (!part_ms.empty()) {
+      j["parts_ms"] = part_ms;
+      j["parts_gflop"] = part_gflop;
+      j["matrix_gflop_per_s"] = mm_gflops;
+    }
     if (device.is_cpu()) j["linear"] = linear_backend();
     std::printf("%s\n", j.dump().c_str());
   } else {
@@ -157,7 +200,14 @@ int run_model_bench(const ModelBenchOptions& opt) {
                 times.front() * 1e3, times.back() * 1e3, gflop, opt.mode == "train" ? " (3x fwd)" : "", gflop / med);
     if (device.is_cuda()) std::printf("; peak %.0f MiB", static_cast<double>(peak) / (1 << 20));
     std::printf("]\n");
-    for (const auto& kv : part_ms) std::printf("  part %-12s %8.2f ms\n", kv.first.c_str(), kv.second);
+    if (!part_ms.empty())
+      std::printf("  matrix rate (%s, same threads; bench.cpp matrix_gflops): %.1f GFLOP/s; the model: %.0f %%\n",
+                  opt.dtype == "bf16" || opt.amp ? "bf16" : "f32", mm_gflops, 100.0 * gflop / med / mm_gflops);
+    for (const auto& kv : part_ms) {
+      const double g = part_gflop.count(kv.first) ? part_gflop.at(kv.first) : 0.0;
+      std::printf("  part %-12s %8.2f ms %8.3f GFLOP %7.1f GFLOP/s (%3.0f %%)\n", kv.first.c_str(), kv.second, g,
+                  g / (kv.second / 1e3), 100.0 * g / (kv.second / 1e3) / mm_gflops);
+    }
   }
   return 0;
 }

@@ -20,7 +20,7 @@ struct ModelBenchOptions {
   bool amp = false;                    // bf16 autocast, fp32 weights (inference and training)
   std::string device = "cpu";          // cpu | cuda | cuda:N
   bool graph = false;                  // CUDA only: capture one iteration as a CUDA graph, time replays
-  bool parts = false;                  // also time the model's parts (forward, synchronised after each)
+  bool parts = false;                  // also each part: forward time (synchronised), GFLOP, share of the matrix rate
   bool json = false;
   bool quiet = false;                  // no progress line
   std::string profile;                 // write a Chrome trace (Kineto profiler) of three more iterations here

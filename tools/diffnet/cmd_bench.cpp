@@ -72,7 +72,7 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_flag("--amp", m.amp, "bf16 autocast with fp32 weights (inference and training)");
   sub->add_flag("--graph", m.graph, "CUDA: capture one inference as a CUDA graph and time its replays");
-  sub->add_flag("--parts", m.parts, "Also report the forward time of each model part (synchronised)");
+  sub->add_flag("--parts", m.parts, "Also report each model part: forward time (synchronised), analytic GFLOP and their share of this machine's matrix rate (measured)");
   sub->add_flag("--json", m.json, "One JSON object instead of a text line");
   sub->add_flag("--quiet", m.quiet, "No progress line");
   sub->add_option("--profile", m.profile, "Write a Chrome trace (LibTorch Kineto profiler: operators, GPU kernels) of three more iterations to FILE; scripts/trace-summary.py sums it");
