@@ -11,6 +11,7 @@
 #      per-part forward times, whole A4 pages at 300 dpi (atto shipped weights, base random weights);
 #   3b. C++ against the plain PyTorch eager port (bench/pytorch-vs-cpp.sh on cuda): base 768^2 inference
 #      and training step in fp32 and bf16 autocast, atto 256^2 batch 16 training with autocast;
+#   3c. where the host CPU has AMX: the same comparison on that CPU, C++ in bf16 against the port in f32;
 #   4. a 60-second atto training run on .gpu/data (generated pages) whose loss must fall;
 #   5. data parallel on NCCL: `train --nproc <GPUs> --dist-backend nccl`, 20 steps (a world of 1 on one GPU);
 #   6. a kernel-level profile (Kineto trace, summed by scripts/trace-summary.py) of the base 768^2
@@ -21,7 +22,7 @@
 # a missing piece (no GPU, no GoogleTest, no training data) is reported, not hidden.
 # Environment: PYTHON (python with torch), CUDACXX (nvcc), DIFFNET_CUDA_ARCHITECTURES (e.g. 90), BUILD_DIR,
 # JOBS, DEADLINE_S (skip benchmark steps once this many seconds have passed; default 420), SKIP_PYTORCH=1
-# (no comparison with the PyTorch port), SKIP_TABLE=1 (no model table or operator benchmark),
+# (no comparison with the PyTorch port), SKIP_CPU_AMX=1 (not the host CPU's AMX case), SKIP_TABLE=1 (no model table or operator benchmark),
 # PROFILE_MODES (default "train infer"; empty: no profile), ONLY_DIST=1 (build diffnet and test_train
 # only; run the Dist tests and the NCCL step, nothing else).
 set -uo pipefail
@@ -231,6 +232,18 @@ if [ "${SKIP_PYTORCH:-0}" != 1 ] && time_left; then
   time_left && { env "${PT_ENV[@]}" AMP=1 ROUNDS=2 CASES="base 768 1 infer;base 768 1 train;atto 256 16 train" \
     timeout 240 bash "$ROOT/bench/pytorch-vs-cpp.sh" "$DN" 2>&1 | tee -a "$SUMMARY"
     [ "${PIPESTATUS[0]}" -eq 0 ] || fail "pytorch-vs-cpp bf16 autocast"; }
+fi
+
+# The host CPU, when it has AMX (the GPU hosts seen so far are Xeons; no CPU of the build machines has
+# it): issue 16's `auto` precision case on the CPU, 2 threads as on the build machines — the C++ model in
+# bf16 (what --precision auto picks there) against the PyTorch eager port in float32, and the parts
+# against the CPU's bf16 matrix rate. SKIP_CPU_AMX=1 leaves it out.
+if [ "${SKIP_CPU_AMX:-0}" != 1 ] && grep -qw amx_bf16 /proc/cpuinfo && time_left; then
+  step "host CPU with AMX: C++ bf16 vs PyTorch eager f32 on 2 threads (bench/pytorch-vs-cpp.sh)"
+  env PY="$PY" PRELOAD= DEVICE=cpu THREADS=2 ITERS=1 WARMUP=1 ROUNDS=2 CPP_DTYPE=bf16 \
+    CASES="base 768 1 infer;atto 256 8 infer" timeout 180 bash "$ROOT/bench/pytorch-vs-cpp.sh" "$DN" 2>&1 | tee -a "$SUMMARY"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || fail "pytorch-vs-cpp on the AMX CPU"
+  timeout 60 "$DN" -t 2 bench --preset atto --size 256 --batch 8 --iters 10 --dtype bf16 --parts --quiet 2>&1 | tee -a "$SUMMARY"
 fi
 
 # SKIP_TABLE=1: a rerun that already has the model table and the operator benchmark.
