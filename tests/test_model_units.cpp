@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "diffnet/common.h"
+#include "diffnet/depthwise.h"
 #include "diffnet/model.h"
 #include "model/convnext.h"
 #include "model/dct_branch.h"
@@ -147,6 +148,29 @@ TEST(ModelUnits, ConvNeXtBlockMatchesLoopReference) {
   at::Tensor ycl = blk->forward(xcl);
   EXPECT_TRUE(ycl.is_contiguous(at::MemoryFormat::ChannelsLast));
   EXPECT_LT(max_abs_diff(ycl, to_tensor(ref)), 1e-10);
+}
+
+// Inference on a float32 channels_last input takes the fused depthwise + LayerNorm (ops::depthwise_layer_norm)
+// when C is a multiple of 4: the block against the float64 loops, and against its own unfused path (gradients
+// recorded).
+TEST(ModelUnits, FusedInferenceBlockMatchesLoopReference) {
+  torch::manual_seed(5);
+  model::ConvNeXtBlock blk(40);
+  randomize(*blk);
+  blk->eval();
+  const at::Tensor x = torch::randn({2, 40, 9, 11}).contiguous(at::MemoryFormat::ChannelsLast);
+  at::Tensor fused;
+  {
+    torch::NoGradGuard no_grad;
+    ASSERT_TRUE(ops::depthwise_layer_norm_applies(x, blk->conv_dw->weight, blk->conv_dw->bias));
+    fused = blk->forward(x);
+  }
+  EXPECT_TRUE(fused.is_contiguous(at::MemoryFormat::ChannelsLast));
+  const at::Tensor unfused = blk->forward(x.clone().requires_grad_(true)).detach();
+  EXPECT_LT(max_abs_diff(fused, unfused), 1e-4);
+  blk->to(at::kDouble);  // the loop reference takes one image
+  const at::Tensor ref = to_tensor(block_reference(*blk, to_arr(x.slice(0, 0, 1).to(at::kDouble))));
+  EXPECT_LT(max_abs_diff(fused.slice(0, 0, 1), ref), 1e-4 * std::max(1.0, ref.abs().max().item<double>()));
 }
 
 namespace {

@@ -121,13 +121,79 @@ TEST(Depthwise, ArgumentErrors) {
                diffnet::Error);
 }
 
-// `diffnet bench --op depthwise --json`: one object per case, both timings positive, the ratio theirs.
+// `diffnet bench --op depthwise --json`: one object per case, both timings positive, the ratio theirs:
+// 8 training cases, then the 7 fused inference cases (base's C = 512 and 1024 are not fused).
 TEST(Depthwise, BenchPrintsEveryCase) {
   testing::internal::CaptureStdout();
   EXPECT_EQ(diffnet::ops::run_depthwise_bench(1, true), 0);
   const std::string out = testing::internal::GetCapturedStdout();
-  EXPECT_EQ(testutil::expect_bench_lines(out, "{\"case\":", "libtorch_ms", "ours_ms"), 8u) << out;
+  EXPECT_EQ(testutil::expect_bench_lines(out, "{\"case\":", "libtorch_ms", "ours_ms"), 15u) << out;
   EXPECT_NE(out.find("\"case\":\"base-s4\",\"shape\":[1,1024,24,24]"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"case\":\"atto-s1\",\"shape\":[8,40,64,64],\"pass\":\"infer dw+ln\""), std::string::npos) << out;
+}
+
+// ---- depthwise_layer_norm: the blocks' convolution and LayerNorm fused for inference ----------------------
+
+// LayerNorm over the channels of the float64 depthwise convolution (ATen's float64 convolution, then the
+// formula with the biased variance), as (B, H, W, C).
+at::Tensor dwln_reference(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, const at::Tensor& g,
+                          const at::Tensor& be, double eps) {
+  const at::Tensor y = reference(x.to(at::kDouble), w.to(at::kDouble), b.to(at::kDouble)).permute({0, 2, 3, 1});
+  const at::Tensor mean = y.mean(-1, true);
+  const at::Tensor var = (y - mean).pow(2).mean(-1, true);
+  return (y - mean) / (var + eps).sqrt() * g.to(at::kDouble) + be.to(at::kDouble);
+}
+
+TEST(DepthwiseLayerNorm, MatchesTheFloat64Formula) {
+  torch::manual_seed(11);
+  // Channel counts of every vector width (4, 8, 16 lanes and mixtures: 12, 40, 56, 80), maps smaller than
+  // the kernel, widths that are not multiples of the register block, a single pixel.
+  const Case cases[] = {{2, 40, 13, 37, 7}, {1, 64, 8, 8, 7},  {2, 80, 6, 5, 7},  {1, 4, 3, 4, 7},
+                        {3, 12, 1, 1, 7},   {1, 56, 2, 19, 7}, {2, 16, 17, 9, 7}, {1, 320, 4, 4, 7}};
+  for (const Case& c : cases) {
+    const std::string name = "B" + std::to_string(c.B) + " C" + std::to_string(c.C) + " " + std::to_string(c.H) +
+                             "x" + std::to_string(c.W);
+    const at::Tensor x = at::randn({c.B, c.C, c.H, c.W}).contiguous(at::MemoryFormat::ChannelsLast);
+    const at::Tensor w = at::randn({c.C, 1, 7, 7}) * 0.2, b = at::randn({c.C});
+    const at::Tensor g = at::randn({c.C}), be = at::randn({c.C});
+    torch::NoGradGuard no_grad;
+    ASSERT_TRUE(diffnet::ops::depthwise_layer_norm_applies(x, w, b)) << name;
+    const at::Tensor y = diffnet::ops::depthwise_layer_norm(x, w, b, g, be, 1e-6);
+    ASSERT_EQ(y.sizes(), at::IntArrayRef({c.B, c.H, c.W, c.C})) << name;
+    EXPECT_TRUE(y.is_contiguous()) << name;
+    EXPECT_LT(rel_err(y, dwln_reference(x, w, b, g, be, 1e-6)), 2e-5) << name;
+  }
+  // eps matters where a pixel's channels are nearly equal: a constant input gives the bias alone, which
+  // LayerNorm then scales by 1/sqrt(var + eps).
+  const at::Tensor x = at::full({1, 8, 5, 6}, 0.5f).contiguous(at::MemoryFormat::ChannelsLast);
+  const at::Tensor w = at::zeros({8, 1, 7, 7}), b = at::arange(8, at::kFloat) * 1e-3f;
+  const at::Tensor g = at::ones({8}), be = at::zeros({8});
+  torch::NoGradGuard no_grad;
+  EXPECT_LT(rel_err(diffnet::ops::depthwise_layer_norm(x, w, b, g, be, 1e-5), dwln_reference(x, w, b, g, be, 1e-5)),
+            1e-5);
+}
+
+TEST(DepthwiseLayerNorm, WhereItAppliesAndErrors) {
+  using diffnet::ops::depthwise_layer_norm_applies;
+  const auto cl = at::MemoryFormat::ChannelsLast;
+  const at::Tensor x = at::randn({1, 8, 6, 6}).contiguous(cl), w = at::randn({8, 1, 7, 7}), b = at::randn({8});
+  {
+    torch::NoGradGuard no_grad;
+    EXPECT_TRUE(depthwise_layer_norm_applies(x, w, b));
+    EXPECT_FALSE(depthwise_layer_norm_applies(x.contiguous(), w, b));                      // NCHW memory
+    EXPECT_FALSE(depthwise_layer_norm_applies(x.to(at::kDouble), w.to(at::kDouble), b.to(at::kDouble)));
+    EXPECT_FALSE(depthwise_layer_norm_applies(x, w, at::Tensor()));                        // no bias
+    EXPECT_FALSE(depthwise_layer_norm_applies(x, at::randn({8, 1, 5, 5}), b));             // K = 5
+    const at::Tensor x6 = at::randn({1, 6, 6, 6}).contiguous(cl);                          // C not a multiple of 4
+    EXPECT_FALSE(depthwise_layer_norm_applies(x6, at::randn({6, 1, 7, 7}), at::randn({6})));
+    const at::Tensor x512 = at::randn({1, 512, 2, 2}).contiguous(cl);                      // a multiple of 512
+    EXPECT_FALSE(depthwise_layer_norm_applies(x512, at::randn({512, 1, 7, 7}), at::randn({512})));
+    EXPECT_THROW(diffnet::ops::depthwise_layer_norm(x.contiguous(), w, b, at::ones({8}), at::zeros({8}), 1e-6),
+                 diffnet::Error);
+    EXPECT_THROW(diffnet::ops::depthwise_layer_norm(x, w, b, at::ones({4}), at::zeros({8}), 1e-6), diffnet::Error);
+  }
+  // Gradients recorded: not fused (training keeps the autograd path).
+  EXPECT_FALSE(depthwise_layer_norm_applies(x.clone().requires_grad_(true), w, b));
 }
 
 }  // namespace

@@ -23,6 +23,18 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> depthwise_conv_backward(const at:
 // Whether depthwise_conv uses our backward for these arguments right now (see above).
 bool depthwise_uses_own_backward(const at::Tensor& x, const at::Tensor& weight);
 
+// Inference, fused: LayerNorm over the channels (weight ln_weight, bias ln_bias, eps) of depthwise_conv
+// (K = 7, with bias) of x (B,C,H,W channels_last), returned as the (B,H,W,C) contiguous tensor the blocks'
+// Linear layers take; the convolution never exists as a whole tensor (cpu/depthwise_kernel.h). Only where
+// depthwise_layer_norm_applies says so; callers otherwise run depthwise_conv and LayerNorm.
+at::Tensor depthwise_layer_norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                                const at::Tensor& ln_weight, const at::Tensor& ln_bias, double eps);
+
+// Whether depthwise_layer_norm runs for these arguments: no gradient recorded, a float32 CPU input in
+// channels_last memory, K = 7 with a bias, C a multiple of 4 but not of 512 (slower there), and
+// $DIFFNET_DWLN not "aten" (A/B runs).
+bool depthwise_layer_norm_applies(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
+
 // `diffnet bench --op depthwise`: forward + backward (input, weight and bias gradients) through autograd,
 // LibTorch's backward against ours, on the block shapes of atto (512², batch 2) and base (768², batch 1),
 // channels_last float32 on the CPU; the median of `iters` after one warm-up, alternating the two per

@@ -175,9 +175,15 @@ ConvNeXtBlockImpl::ConvNeXtBlockImpl(int64_t channels, double drop_path) : drop_
 }
 
 at::Tensor ConvNeXtBlockImpl::forward(const at::Tensor& x) {
-  at::Tensor y = ops::depthwise_conv(x.contiguous(at::MemoryFormat::ChannelsLast), conv_dw->weight, conv_dw->bias);
-  y = y.permute({0, 2, 3, 1});  // NHWC view (free for channels_last)
-  y = mlp->forward(layer_norm_last(y, norm->weight, norm->bias, norm->options.eps()));
+  const at::Tensor xc = x.contiguous(at::MemoryFormat::ChannelsLast);
+  at::Tensor y;
+  if (ops::depthwise_layer_norm_applies(xc, conv_dw->weight, conv_dw->bias)) {  // inference on the CPU, fused
+    y = ops::depthwise_layer_norm(xc, conv_dw->weight, conv_dw->bias, norm->weight, norm->bias, norm->options.eps());
+  } else {
+    y = ops::depthwise_conv(xc, conv_dw->weight, conv_dw->bias).permute({0, 2, 3, 1});  // NHWC view (free)
+    y = layer_norm_last(y, norm->weight, norm->bias, norm->options.eps());
+  }
+  y = mlp->forward(y);
   y = y.permute({0, 3, 1, 2});
   return x + drop_path(y, drop_path_rate, is_training());
 }

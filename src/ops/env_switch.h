@@ -1,5 +1,5 @@
-// The A/B switch of our CPU operators: $DIFFNET_DEPTHWISE, $DIFFNET_GRN, $DIFFNET_GELU_GRN, $DIFFNET_GELU,
-// $DIFFNET_EMBEDDING = aten | ours.
+// The A/B switch of our CPU operators: $DIFFNET_DEPTHWISE, $DIFFNET_DWLN, $DIFFNET_GRN, $DIFFNET_GELU_GRN,
+// $DIFFNET_GELU, $DIFFNET_EMBEDDING = aten | ours.
 #pragma once
 
 #include <cstdlib>

@@ -8,6 +8,9 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
 #include <vector>
 
 #include "diffnet/common.h"

@@ -23,9 +23,31 @@ struct DepthwiseShape {
 DIFFNET_CPU_FOR_EACH_ISA(DN_DEPTHWISE_KERNELS)
 #undef DN_DEPTHWISE_KERNELS
 
+struct DwLnShape {
+  int64_t B = 0, H = 0, W = 0, C = 0;  // NHWC
+  float eps = 1e-6f;
+};
+
+// Inference: out (B,H,W,C) = LayerNorm over C (weight g, bias be, eps) of the depthwise 7x7 convolution
+// (stride 1, zero padding 3) of x (B,H,W,C) with taps k (C, 49) and bias kb (C); float32, C a multiple of
+// 4. The convolution of one output row stays in a per-thread buffer that LayerNorm reads: no (B,H,W,C)
+// intermediate. lanes(C): the channels per vector the level uses for C (0: C not a multiple of 4).
+#define DN_DWLN_KERNELS                                                                                     \
+  int64_t depthwise7_layer_norm_lanes(int64_t C);                                                           \
+  void depthwise7_layer_norm_nhwc(const float* x, const float* k, const float* kb, const float* g, const float* be, \
+                                  float* out, const DwLnShape& s);
+DIFFNET_CPU_FOR_EACH_ISA(DN_DWLN_KERNELS)
+#undef DN_DWLN_KERNELS
+
 template <typename T>
 void depthwise_backward_weight_nhwc(const T* g, const T* x, T* dk, const DepthwiseShape& s) {
   DIFFNET_CPU_DISPATCH(depthwise_backward_weight_nhwc<T>(g, x, dk, s))
+}
+
+inline int64_t depthwise7_layer_norm_lanes(int64_t C) { DIFFNET_CPU_DISPATCH(depthwise7_layer_norm_lanes(C)) }
+inline void depthwise7_layer_norm_nhwc(const float* x, const float* k, const float* kb, const float* g, const float* be,
+                                       float* out, const DwLnShape& s) {
+  DIFFNET_CPU_DISPATCH(depthwise7_layer_norm_nhwc(x, k, kb, g, be, out, s))
 }
 
 }  // namespace diffnet::ops::cpu
