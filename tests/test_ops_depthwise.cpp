@@ -10,6 +10,7 @@
 #include <string>
 
 #include "diffnet/common.h"
+#include "diffnet/cpu_isa.h"
 #include "diffnet/depthwise.h"
 #include "ops_test_util.h"
 
@@ -122,12 +123,12 @@ TEST(Depthwise, ArgumentErrors) {
 }
 
 // `diffnet bench --op depthwise --json`: one object per case, both timings positive, the ratio theirs:
-// 8 training cases, then the 7 fused inference cases (base's C = 512 and 1024 are not fused).
+// 8 training cases, then 9 inference cases.
 TEST(Depthwise, BenchPrintsEveryCase) {
   testing::internal::CaptureStdout();
   EXPECT_EQ(diffnet::ops::run_depthwise_bench(1, true), 0);
   const std::string out = testing::internal::GetCapturedStdout();
-  EXPECT_EQ(testutil::expect_bench_lines(out, "{\"case\":", "libtorch_ms", "ours_ms"), 15u) << out;
+  EXPECT_EQ(testutil::expect_bench_lines(out, "{\"case\":", "libtorch_ms", "ours_ms"), 17u) << out;
   EXPECT_NE(out.find("\"case\":\"base-s4\",\"shape\":[1,1024,24,24]"), std::string::npos) << out;
   EXPECT_NE(out.find("\"case\":\"atto-s1\",\"shape\":[8,40,64,64],\"pass\":\"infer dw+ln\""), std::string::npos) << out;
 }
@@ -157,7 +158,6 @@ TEST(DepthwiseLayerNorm, MatchesTheFloat64Formula) {
     const at::Tensor w = at::randn({c.C, 1, 7, 7}) * 0.2, b = at::randn({c.C});
     const at::Tensor g = at::randn({c.C}), be = at::randn({c.C});
     torch::NoGradGuard no_grad;
-    ASSERT_TRUE(diffnet::ops::depthwise_layer_norm_applies(x, w, b)) << name;
     const at::Tensor y = diffnet::ops::depthwise_layer_norm(x, w, b, g, be, 1e-6);
     ASSERT_EQ(y.sizes(), at::IntArrayRef({c.B, c.H, c.W, c.C})) << name;
     EXPECT_TRUE(y.is_contiguous()) << name;
@@ -177,17 +177,27 @@ TEST(DepthwiseLayerNorm, WhereItAppliesAndErrors) {
   using diffnet::ops::depthwise_layer_norm_applies;
   const auto cl = at::MemoryFormat::ChannelsLast;
   const at::Tensor x = at::randn({1, 8, 6, 6}).contiguous(cl), w = at::randn({8, 1, 7, 7}), b = at::randn({8});
+  const diffnet::CpuIsa isa = diffnet::cpu_isa();  // the level in use: where the fusion was measured faster
+  const at::Tensor x320 = at::randn({1, 320, 2, 2}).contiguous(cl), w320 = at::randn({320, 1, 7, 7});
   {
     torch::NoGradGuard no_grad;
-    EXPECT_TRUE(depthwise_layer_norm_applies(x, w, b));
+    EXPECT_EQ(depthwise_layer_norm_applies(x, w, b), isa != diffnet::CpuIsa::kBase);
+    EXPECT_EQ(depthwise_layer_norm_applies(x320, w320, at::randn({320})), isa == diffnet::CpuIsa::kAvx512);
     EXPECT_FALSE(depthwise_layer_norm_applies(x.contiguous(), w, b));                      // NCHW memory
     EXPECT_FALSE(depthwise_layer_norm_applies(x.to(at::kDouble), w.to(at::kDouble), b.to(at::kDouble)));
     EXPECT_FALSE(depthwise_layer_norm_applies(x, w, at::Tensor()));                        // no bias
     EXPECT_FALSE(depthwise_layer_norm_applies(x, at::randn({8, 1, 5, 5}), b));             // K = 5
+    EXPECT_THROW(diffnet::ops::depthwise_layer_norm(x, at::randn({8, 1, 5, 5}), b, at::ones({8}), at::zeros({8}), 1e-6),
+                 diffnet::Error);
     const at::Tensor x6 = at::randn({1, 6, 6, 6}).contiguous(cl);                          // C not a multiple of 4
     EXPECT_FALSE(depthwise_layer_norm_applies(x6, at::randn({6, 1, 7, 7}), at::randn({6})));
-    const at::Tensor x512 = at::randn({1, 512, 2, 2}).contiguous(cl);                      // a multiple of 512
-    EXPECT_FALSE(depthwise_layer_norm_applies(x512, at::randn({512, 1, 7, 7}), at::randn({512})));
+    // C a multiple of 128: the blocks keep LibTorch's path there, though the kernel computes it right.
+    const at::Tensor x128 = at::randn({1, 128, 3, 9}).contiguous(cl), w128 = at::randn({128, 1, 7, 7}) * 0.2;
+    const at::Tensor b128 = at::randn({128}), g128 = at::randn({128}), be128 = at::randn({128});
+    EXPECT_FALSE(depthwise_layer_norm_applies(x128, w128, b128));
+    EXPECT_LT(rel_err(diffnet::ops::depthwise_layer_norm(x128, w128, b128, g128, be128, 1e-6),
+                      dwln_reference(x128, w128, b128, g128, be128, 1e-6)),
+              2e-5);
     EXPECT_THROW(diffnet::ops::depthwise_layer_norm(x.contiguous(), w, b, at::ones({8}), at::zeros({8}), 1e-6),
                  diffnet::Error);
     EXPECT_THROW(diffnet::ops::depthwise_layer_norm(x, w, b, at::ones({4}), at::zeros({8}), 1e-6), diffnet::Error);

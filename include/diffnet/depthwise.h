@@ -25,14 +25,15 @@ bool depthwise_uses_own_backward(const at::Tensor& x, const at::Tensor& weight);
 
 // Inference, fused: LayerNorm over the channels (weight ln_weight, bias ln_bias, eps) of depthwise_conv
 // (K = 7, with bias) of x (B,C,H,W channels_last), returned as the (B,H,W,C) contiguous tensor the blocks'
-// Linear layers take; the convolution never exists as a whole tensor (cpu/depthwise_kernel.h). Only where
-// depthwise_layer_norm_applies says so; callers otherwise run depthwise_conv and LayerNorm.
+// Linear layers take; the convolution never exists as a whole tensor (cpu/depthwise_kernel.h). Needs no
+// gradient recorded, a float32 CPU input, K = 7 with a bias and C a multiple of 4 (an Error otherwise);
+// the blocks call it where depthwise_layer_norm_applies says so, and otherwise depthwise_conv + LayerNorm.
 at::Tensor depthwise_layer_norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                                 const at::Tensor& ln_weight, const at::Tensor& ln_bias, double eps);
 
-// Whether depthwise_layer_norm runs for these arguments: no gradient recorded, a float32 CPU input in
-// channels_last memory, K = 7 with a bias, C a multiple of 4 but not of 512 (slower there), and
-// $DIFFNET_DWLN not "aten" (A/B runs).
+// Whether the blocks use depthwise_layer_norm for these arguments: what it needs, a channel count for which
+// the kernels' instruction-set level in use was measured faster than LibTorch's path (AVX-512: C not a
+// multiple of 128; AVX2: C < 128; SSE: never), and $DIFFNET_DWLN not "aten" (A/B runs).
 bool depthwise_layer_norm_applies(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
 
 // `diffnet bench --op depthwise`: forward + backward (input, weight and bias gradients) through autograd,

@@ -110,24 +110,30 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> depthwise_conv_backward(const at:
 
 namespace diffnet::ops {
 
-bool depthwise_layer_norm_applies(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
-  static const bool forced = env_says_aten("DIFFNET_DWLN");
-  if (forced) return false;
+namespace {
+
+// What the kernel itself needs: no gradient recorded, float32 on the CPU, channels_last, K = 7 with a bias,
+// C a multiple of 4.
+bool dwln_kernel_takes(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
   if (at::GradMode::is_enabled() && (x.requires_grad() || weight.requires_grad())) return false;
   return x.dim() == 4 && x.is_cpu() && x.scalar_type() == at::kFloat && weight.scalar_type() == at::kFloat &&
          bias.defined() && bias.scalar_type() == at::kFloat && weight.dim() == 4 && weight.size(2) == 7 &&
-         x.is_contiguous(at::MemoryFormat::ChannelsLast) && cpu::depthwise7_layer_norm_lanes(x.size(1)) > 0 &&
-         // Pixels 2 KB or 4 KB apart (C = 512, 1024) put a block's loads into a few L1 sets: 0.5-0.6x
-         // LibTorch's path there, against 1.0-1.3x at C = 640 and 768 (docs/ops.md, "Depthwise + LayerNorm").
-         x.size(1) % 512 != 0;
+         x.is_contiguous(at::MemoryFormat::ChannelsLast) && cpu::depthwise7_layer_norm_lanes(x.size(1)) > 0;
+}
+
+}  // namespace
+
+bool depthwise_layer_norm_applies(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+  static const bool forced = env_says_aten("DIFFNET_DWLN");
+  return !forced && dwln_kernel_takes(x, weight, bias) && cpu::depthwise7_layer_norm_faster(x.size(1));
 }
 
 at::Tensor depthwise_layer_norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                                 const at::Tensor& ln_weight, const at::Tensor& ln_bias, double eps) {
   check_args(x, weight);
-  if (!depthwise_layer_norm_applies(x, weight, bias))
+  if (!dwln_kernel_takes(x, weight, bias))
     throw Error("depthwise_layer_norm", "needs a float32 channels_last CPU input without gradients, K = 7 with a "
-                                        "bias and C a multiple of 4 (depthwise_layer_norm_applies)");
+                                        "bias and C a multiple of 4");
   const int64_t B = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
   if (ln_weight.numel() != C || ln_bias.numel() != C || bias.numel() != C)
     throw Error("depthwise_layer_norm", "bias, LayerNorm weight and bias must hold C = " + std::to_string(C) + " values");

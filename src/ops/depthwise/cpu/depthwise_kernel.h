@@ -32,8 +32,13 @@ struct DwLnShape {
 // (stride 1, zero padding 3) of x (B,H,W,C) with taps k (C, 49) and bias kb (C); float32, C a multiple of
 // 4. The convolution of one output row stays in a per-thread buffer that LayerNorm reads: no (B,H,W,C)
 // intermediate. lanes(C): the channels per vector the level uses for C (0: C not a multiple of 4).
+// faster(C): whether this level's kernel was measured faster than LibTorch's convolution + LayerNorm
+// (oneDNN at the same level) for C channels: avx512 for C not a multiple of 128 (a pixel stride of 512 B
+// or a multiple puts a block's loads into 8 L1 sets or fewer), avx2 below 128 channels, base never
+// (docs/ops.md, "Depthwise convolution + LayerNorm").
 #define DN_DWLN_KERNELS                                                                                     \
   int64_t depthwise7_layer_norm_lanes(int64_t C);                                                           \
+  bool depthwise7_layer_norm_faster(int64_t C);                                                             \
   void depthwise7_layer_norm_nhwc(const float* x, const float* k, const float* kb, const float* g, const float* be, \
                                   float* out, const DwLnShape& s);
 DIFFNET_CPU_FOR_EACH_ISA(DN_DWLN_KERNELS)
@@ -45,6 +50,7 @@ void depthwise_backward_weight_nhwc(const T* g, const T* x, T* dk, const Depthwi
 }
 
 inline int64_t depthwise7_layer_norm_lanes(int64_t C) { DIFFNET_CPU_DISPATCH(depthwise7_layer_norm_lanes(C)) }
+inline bool depthwise7_layer_norm_faster(int64_t C) { DIFFNET_CPU_DISPATCH(depthwise7_layer_norm_faster(C)) }
 inline void depthwise7_layer_norm_nhwc(const float* x, const float* k, const float* kb, const float* g, const float* be,
                                        float* out, const DwLnShape& s) {
   DIFFNET_CPU_DISPATCH(depthwise7_layer_norm_nhwc(x, k, kb, g, be, out, s))
