@@ -123,14 +123,16 @@ TEST(Depthwise, ArgumentErrors) {
 }
 
 // `diffnet bench --op depthwise --json`: one object per case, both timings positive, the ratio theirs:
-// 8 training cases, then 9 inference cases.
+// 8 training cases, then 9 inference cases in float32 and 9 in bf16.
 TEST(Depthwise, BenchPrintsEveryCase) {
   testing::internal::CaptureStdout();
   EXPECT_EQ(diffnet::ops::run_depthwise_bench(1, true), 0);
   const std::string out = testing::internal::GetCapturedStdout();
-  EXPECT_EQ(testutil::expect_bench_lines(out, "{\"case\":", "libtorch_ms", "ours_ms"), 17u) << out;
+  EXPECT_EQ(testutil::expect_bench_lines(out, "{\"case\":", "libtorch_ms", "ours_ms"), 26u) << out;
   EXPECT_NE(out.find("\"case\":\"base-s4\",\"shape\":[1,1024,24,24]"), std::string::npos) << out;
   EXPECT_NE(out.find("\"case\":\"atto-s1\",\"shape\":[8,40,64,64],\"pass\":\"infer dw+ln\""), std::string::npos) << out;
+  EXPECT_NE(out.find("\"case\":\"base-s4\",\"shape\":[1,1024,24,24],\"pass\":\"infer dw+ln bf16\""), std::string::npos)
+      << out;
 }
 
 // ---- depthwise_layer_norm: the blocks' convolution and LayerNorm fused for inference ----------------------
@@ -163,6 +165,20 @@ TEST(DepthwiseLayerNorm, MatchesTheFloat64Formula) {
     EXPECT_TRUE(y.is_contiguous()) << name;
     EXPECT_LT(rel_err(y, dwln_reference(x, w, b, g, be, 1e-6)), 2e-5) << name;
   }
+  // bf16 storage (--precision bf16): the float64 formula on the same bf16 values, rounded once to bf16 at
+  // the end (the arithmetic is float32): within a bf16 rounding of each value.
+  for (const Case& c : {Case{2, 40, 13, 37, 7}, Case{1, 64, 8, 8, 7}, Case{1, 12, 3, 5, 7}}) {
+    const auto bf = at::kBFloat16;
+    const at::Tensor x = at::randn({c.B, c.C, c.H, c.W}).to(bf).contiguous(at::MemoryFormat::ChannelsLast);
+    const at::Tensor w = (at::randn({c.C, 1, 7, 7}) * 0.2).to(bf), b = at::randn({c.C}).to(bf);
+    const at::Tensor g = at::randn({c.C}).to(bf), be = at::randn({c.C}).to(bf);
+    torch::NoGradGuard no_grad;
+    const at::Tensor y = diffnet::ops::depthwise_layer_norm(x, w, b, g, be, 1e-6);
+    ASSERT_EQ(y.scalar_type(), bf);
+    const at::Tensor ref = dwln_reference(x, w, b, g, be, 1e-6);
+    EXPECT_TRUE(((y.to(at::kDouble) - ref).abs() <= ref.abs() * (1.0 / 256) + 1e-4).all().item<bool>())
+        << "C" << c.C << " max err " << (y.to(at::kDouble) - ref).abs().max().item<double>();
+  }
   // eps matters where a pixel's channels are nearly equal: a constant input gives the bias alone, which
   // LayerNorm then scales by 1/sqrt(var + eps).
   const at::Tensor x = at::full({1, 8, 5, 6}, 0.5f).contiguous(at::MemoryFormat::ChannelsLast);
@@ -184,20 +200,24 @@ TEST(DepthwiseLayerNorm, WhereItAppliesAndErrors) {
     EXPECT_EQ(depthwise_layer_norm_applies(x, w, b), isa != diffnet::CpuIsa::kBase);
     EXPECT_EQ(depthwise_layer_norm_applies(x320, w320, at::randn({320})), isa == diffnet::CpuIsa::kAvx512);
     EXPECT_FALSE(depthwise_layer_norm_applies(x.contiguous(), w, b));                      // NCHW memory
-    EXPECT_FALSE(depthwise_layer_norm_applies(x.to(at::kDouble), w.to(at::kDouble), b.to(at::kDouble)));
+    EXPECT_FALSE(depthwise_layer_norm_applies(x.to(at::kDouble), w.to(at::kDouble), b.to(at::kDouble)));  // float64
     EXPECT_FALSE(depthwise_layer_norm_applies(x, w, at::Tensor()));                        // no bias
     EXPECT_FALSE(depthwise_layer_norm_applies(x, at::randn({8, 1, 5, 5}), b));             // K = 5
     EXPECT_THROW(diffnet::ops::depthwise_layer_norm(x, at::randn({8, 1, 5, 5}), b, at::ones({8}), at::zeros({8}), 1e-6),
                  diffnet::Error);
     const at::Tensor x6 = at::randn({1, 6, 6, 6}).contiguous(cl);                          // C not a multiple of 4
     EXPECT_FALSE(depthwise_layer_norm_applies(x6, at::randn({6, 1, 7, 7}), at::randn({6})));
-    // C a multiple of 128: the blocks keep LibTorch's path there, though the kernel computes it right.
-    const at::Tensor x128 = at::randn({1, 128, 3, 9}).contiguous(cl), w128 = at::randn({128, 1, 7, 7}) * 0.2;
-    const at::Tensor b128 = at::randn({128}), g128 = at::randn({128}), be128 = at::randn({128});
-    EXPECT_FALSE(depthwise_layer_norm_applies(x128, w128, b128));
-    EXPECT_LT(rel_err(diffnet::ops::depthwise_layer_norm(x128, w128, b128, g128, be128, 1e-6),
-                      dwln_reference(x128, w128, b128, g128, be128, 1e-6)),
+    // 256 float32 channels (1 KB a pixel): the blocks keep LibTorch's path there at every level, though the
+    // kernel computes it right; in bf16 the same count is 512 B a pixel and fused with AVX-512.
+    const at::Tensor x256 = at::randn({1, 256, 3, 9}).contiguous(cl), w256 = at::randn({256, 1, 7, 7}) * 0.2;
+    const at::Tensor b256 = at::randn({256}), g256 = at::randn({256}), be256 = at::randn({256});
+    EXPECT_FALSE(depthwise_layer_norm_applies(x256, w256, b256));
+    EXPECT_LT(rel_err(diffnet::ops::depthwise_layer_norm(x256, w256, b256, g256, be256, 1e-6),
+                      dwln_reference(x256, w256, b256, g256, be256, 1e-6)),
               2e-5);
+    const auto bf = at::kBFloat16;
+    EXPECT_EQ(depthwise_layer_norm_applies(x256.to(bf), w256.to(bf), b256.to(bf)), isa == diffnet::CpuIsa::kAvx512);
+    EXPECT_FALSE(depthwise_layer_norm_applies(x256.to(bf), w256, b256));  // weights of another dtype
     EXPECT_THROW(diffnet::ops::depthwise_layer_norm(x.contiguous(), w, b, at::ones({8}), at::zeros({8}), 1e-6),
                  diffnet::Error);
     EXPECT_THROW(diffnet::ops::depthwise_layer_norm(x, w, b, at::ones({4}), at::zeros({8}), 1e-6), diffnet::Error);

@@ -32,8 +32,9 @@ at::Tensor depthwise_layer_norm(const at::Tensor& x, const at::Tensor& weight, c
                                 const at::Tensor& ln_weight, const at::Tensor& ln_bias, double eps);
 
 // Whether the blocks use depthwise_layer_norm for these arguments: what it needs, a channel count for which
-// the kernels' instruction-set level in use was measured faster than LibTorch's path (AVX-512: C not a
-// multiple of 128; AVX2: C < 128; SSE: never), and $DIFFNET_DWLN not "aten" (A/B runs).
+// the kernels' instruction-set level in use was measured faster than LibTorch's path (AVX-512: a pixel's
+// channels not a multiple of 1 KB long, i.e. C not a multiple of 256 in float32, of 512 in bf16; AVX2:
+// C < 128; SSE: never), and $DIFFNET_DWLN not "aten" (A/B runs).
 bool depthwise_layer_norm_applies(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
 
 // `diffnet bench --op depthwise`: forward + backward (input, weight and bias gradients) through autograd,

@@ -112,12 +112,13 @@ namespace diffnet::ops {
 
 namespace {
 
-// What the kernel itself needs: no gradient recorded, float32 on the CPU, channels_last, K = 7 with a bias,
-// C a multiple of 4.
+// What the kernel itself needs: no gradient recorded, float32 or bf16 on the CPU (the weights in the same
+// dtype), channels_last, K = 7 with a bias, C a multiple of 4.
 bool dwln_kernel_takes(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
   if (at::GradMode::is_enabled() && (x.requires_grad() || weight.requires_grad())) return false;
-  return x.dim() == 4 && x.is_cpu() && x.scalar_type() == at::kFloat && weight.scalar_type() == at::kFloat &&
-         bias.defined() && bias.scalar_type() == at::kFloat && weight.dim() == 4 && weight.size(2) == 7 &&
+  const auto dt = x.scalar_type();
+  return x.dim() == 4 && x.is_cpu() && (dt == at::kFloat || dt == at::kBFloat16) && weight.scalar_type() == dt &&
+         bias.defined() && bias.scalar_type() == dt && weight.dim() == 4 && weight.size(2) == 7 &&
          x.is_contiguous(at::MemoryFormat::ChannelsLast) && cpu::depthwise7_layer_norm_lanes(x.size(1)) > 0;
 }
 
@@ -125,25 +126,31 @@ bool dwln_kernel_takes(const at::Tensor& x, const at::Tensor& weight, const at::
 
 bool depthwise_layer_norm_applies(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
   static const bool forced = env_says_aten("DIFFNET_DWLN");
-  return !forced && dwln_kernel_takes(x, weight, bias) && cpu::depthwise7_layer_norm_faster(x.size(1));
+  return !forced && dwln_kernel_takes(x, weight, bias) &&
+         cpu::depthwise7_layer_norm_faster(x.size(1), static_cast<int64_t>(x.element_size()));
 }
 
 at::Tensor depthwise_layer_norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                                 const at::Tensor& ln_weight, const at::Tensor& ln_bias, double eps) {
   check_args(x, weight);
   if (!dwln_kernel_takes(x, weight, bias))
-    throw Error("depthwise_layer_norm", "needs a float32 channels_last CPU input without gradients, K = 7 with a "
-                                        "bias and C a multiple of 4");
+    throw Error("depthwise_layer_norm", "needs a float32 or bf16 channels_last CPU input without gradients, K = 7 "
+                                        "with a bias in the same dtype and C a multiple of 4");
   const int64_t B = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
   if (ln_weight.numel() != C || ln_bias.numel() != C || bias.numel() != C)
     throw Error("depthwise_layer_norm", "bias, LayerNorm weight and bias must hold C = " + std::to_string(C) + " values");
-  const at::Tensor w = weight.contiguous(), b = bias.contiguous();
-  const at::Tensor g = ln_weight.to(at::kFloat).contiguous(), be = ln_bias.to(at::kFloat).contiguous();
+  auto as_float = [](const at::Tensor& t) { return t.to(at::kFloat).contiguous(); };
+  const at::Tensor w = as_float(weight), b = as_float(bias), g = as_float(ln_weight), be = as_float(ln_bias);
   at::Tensor out = at::empty({B, H, W, C}, x.options());
   cpu::DwLnShape s;
   s.B = B, s.H = H, s.W = W, s.C = C, s.eps = static_cast<float>(eps);
-  cpu::depthwise7_layer_norm_nhwc(x.data_ptr<float>(), w.data_ptr<float>(), b.data_ptr<float>(), g.data_ptr<float>(),
-                                  be.data_ptr<float>(), out.data_ptr<float>(), s);
+  if (x.scalar_type() == at::kFloat)
+    cpu::depthwise7_layer_norm_nhwc(x.data_ptr<float>(), w.data_ptr<float>(), b.data_ptr<float>(),
+                                    g.data_ptr<float>(), be.data_ptr<float>(), out.data_ptr<float>(), s);
+  else  // bf16: its bit patterns
+    cpu::depthwise7_layer_norm_nhwc(reinterpret_cast<const uint16_t*>(x.data_ptr<at::BFloat16>()), w.data_ptr<float>(),
+                                    b.data_ptr<float>(), g.data_ptr<float>(), be.data_ptr<float>(),
+                                    reinterpret_cast<uint16_t*>(out.data_ptr<at::BFloat16>()), s);
   return out;
 }
 

@@ -73,6 +73,24 @@ int run_depthwise_bench(int iters, bool json) {
     };
     print_row(c, "infer dw+ln", alternated_medians(iters, step));
   }
+  // The same in bf16 (--precision bf16): LibTorch's bf16 convolution, then LayerNorm in float32 and back
+  // to bf16, as the blocks ran it before (model::layer_norm_last), against the fused pass on bf16 storage.
+  if (!json) std::printf("\ninference in bf16: conv2d + layer_norm in float32 (libtorch) vs depthwise_layer_norm (ours)\n");
+  for (const Case& c : infer_cases) {
+    torch::manual_seed(0);
+    const auto bf = at::kBFloat16;
+    const at::Tensor x = at::randn({c.B, c.C, c.S, c.S}).to(bf).contiguous(at::MemoryFormat::ChannelsLast);
+    const at::Tensor w = (at::randn({c.C, 1, 7, 7}) * 0.1).to(bf), b = at::randn({c.C}).to(bf);
+    const at::Tensor lw = at::randn({c.C}).to(bf), lb = at::randn({c.C}).to(bf);
+    auto step = [&](bool ours) {
+      const double t0 = now_seconds();
+      at::Tensor y = ours ? depthwise_layer_norm(x, w, b, lw, lb, 1e-6)
+                          : at::layer_norm(at::conv2d(x, w, b, {1, 1}, {3, 3}, {1, 1}, c.C).permute({0, 2, 3, 1}).to(at::kFloat),
+                                           {c.C}, lw.to(at::kFloat), lb.to(at::kFloat), 1e-6).to(bf);
+      return (now_seconds() - t0) * 1e3;
+    };
+    print_row(c, "infer dw+ln bf16", alternated_medians(iters, step));
+  }
   return 0;
 }
 

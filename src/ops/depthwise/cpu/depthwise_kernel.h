@@ -29,18 +29,20 @@ struct DwLnShape {
 };
 
 // Inference: out (B,H,W,C) = LayerNorm over C (weight g, bias be, eps) of the depthwise 7x7 convolution
-// (stride 1, zero padding 3) of x (B,H,W,C) with taps k (C, 49) and bias kb (C); float32, C a multiple of
-// 4. The convolution of one output row stays in a per-thread buffer that LayerNorm reads: no (B,H,W,C)
+// (stride 1, zero padding 3) of x (B,H,W,C) with taps k (C, 49) and bias kb (C); C a multiple of 4; x and
+// out float32 (S = float) or bf16 bit patterns (S = uint16_t, rounded to nearest even once at the end),
+// the arithmetic float32. The convolution of one output row stays in a per-thread buffer that LayerNorm reads: no (B,H,W,C)
 // intermediate. lanes(C): the channels per vector the level uses for C (0: C not a multiple of 4).
-// faster(C): whether this level's kernel was measured faster than LibTorch's convolution + LayerNorm
-// (oneDNN at the same level) for C channels: avx512 for C not a multiple of 128 (a pixel stride of 512 B
-// or a multiple puts a block's loads into 8 L1 sets or fewer), avx2 below 128 channels, base never
-// (docs/ops.md, "Depthwise convolution + LayerNorm").
+// faster(C, element_bytes): whether this level's kernel was measured faster than LibTorch's convolution +
+// LayerNorm (oneDNN at the same level) for C channels of that size: avx512 where a pixel's channels are
+// not a multiple of 1 KB apart (such strides put a block's loads into 4 L1 sets or fewer), avx2 below 128
+// channels, base never (docs/ops.md, "Depthwise convolution + LayerNorm").
 #define DN_DWLN_KERNELS                                                                                     \
   int64_t depthwise7_layer_norm_lanes(int64_t C);                                                           \
-  bool depthwise7_layer_norm_faster(int64_t C);                                                             \
-  void depthwise7_layer_norm_nhwc(const float* x, const float* k, const float* kb, const float* g, const float* be, \
-                                  float* out, const DwLnShape& s);
+  bool depthwise7_layer_norm_faster(int64_t C, int64_t element_bytes);                                      \
+  template <typename S>                                                                                     \
+  void depthwise7_layer_norm_nhwc(const S* x, const float* k, const float* kb, const float* g, const float* be, \
+                                  S* out, const DwLnShape& s);
 DIFFNET_CPU_FOR_EACH_ISA(DN_DWLN_KERNELS)
 #undef DN_DWLN_KERNELS
 
@@ -50,10 +52,13 @@ void depthwise_backward_weight_nhwc(const T* g, const T* x, T* dk, const Depthwi
 }
 
 inline int64_t depthwise7_layer_norm_lanes(int64_t C) { DIFFNET_CPU_DISPATCH(depthwise7_layer_norm_lanes(C)) }
-inline bool depthwise7_layer_norm_faster(int64_t C) { DIFFNET_CPU_DISPATCH(depthwise7_layer_norm_faster(C)) }
-inline void depthwise7_layer_norm_nhwc(const float* x, const float* k, const float* kb, const float* g, const float* be,
-                                       float* out, const DwLnShape& s) {
-  DIFFNET_CPU_DISPATCH(depthwise7_layer_norm_nhwc(x, k, kb, g, be, out, s))
+inline bool depthwise7_layer_norm_faster(int64_t C, int64_t element_bytes) {
+  DIFFNET_CPU_DISPATCH(depthwise7_layer_norm_faster(C, element_bytes))
+}
+template <typename S>
+void depthwise7_layer_norm_nhwc(const S* x, const float* k, const float* kb, const float* g, const float* be, S* out,
+                                const DwLnShape& s) {
+  DIFFNET_CPU_DISPATCH(depthwise7_layer_norm_nhwc<S>(x, k, kb, g, be, out, s))
 }
 
 }  // namespace diffnet::ops::cpu
