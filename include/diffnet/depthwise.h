@@ -26,8 +26,9 @@ bool depthwise_uses_own_backward(const at::Tensor& x, const at::Tensor& weight);
 // Inference, fused: LayerNorm over the channels (weight ln_weight, bias ln_bias, eps) of depthwise_conv
 // (K = 7, with bias) of x (B,C,H,W channels_last), returned as the (B,H,W,C) contiguous tensor the blocks'
 // Linear layers take; the convolution never exists as a whole tensor (cpu/depthwise_kernel.h). Needs no
-// gradient recorded, a float32 CPU input, K = 7 with a bias and C a multiple of 4 (an Error otherwise);
-// the blocks call it where depthwise_layer_norm_applies says so, and otherwise depthwise_conv + LayerNorm.
+// gradient recorded, a float32 or bf16 CPU input with weight and bias of its dtype (the result has it too;
+// the arithmetic is float32), K = 7 and C a multiple of 4 (an Error otherwise); the blocks call it where
+// depthwise_layer_norm_applies says so, and otherwise depthwise_conv + LayerNorm.
 at::Tensor depthwise_layer_norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                                 const at::Tensor& ln_weight, const at::Tensor& ln_bias, double eps);
 

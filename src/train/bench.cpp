@@ -136,9 +136,9 @@ int run_model_bench(const ModelBenchOptions& opt) {
   const int64_t peak = peak_memory_bytes(device);
 
   // Per-part forward times: the model's trace hook synchronises after each part. Each part's analytic
-  // FLOPs (batch B) and the machine's matrix-product rate say how far from the arithmetic limit it runs.
+  // FLOPs (batch B) against the machine's matrix rate say how far from the arithmetic limit it runs.
   std::map<std::string, double> part_ms, part_gflop;
-  double mm_gflops = 0;
+  double matrix_rate = 0;
   if (opt.parts) {
     std::map<std::string, std::vector<double>> samples;
     double last = 0;
@@ -156,7 +156,7 @@ int run_model_bench(const ModelBenchOptions& opt) {
     model->set_trace(nullptr);
     for (auto& kv : samples) part_ms[kv.first] = median(kv.second);
     for (const auto& c : model_costs(model, S, S)) part_gflop[part_of_module(c.name)] += c.flops * B / 1e9;
-    mm_gflops = matrix_gflops(device, opt.dtype == "bf16" || opt.amp ? at::kBFloat16 : at::kFloat);
+    matrix_rate = matrix_gflops(device, opt.dtype == "bf16" || opt.amp ? at::kBFloat16 : at::kFloat);
   }
   if (!opt.profile.empty()) {
     // Three more iterations, as timed above (graph replays when --graph), then one device sync.
@@ -187,7 +187,7 @@ int run_model_bench(const ModelBenchOptions& opt) {
     if (!part_ms.empty()) {
       j["parts_ms"] = part_ms;
       j["parts_gflop"] = part_gflop;
-      j["matrix_gflop_per_s"] = mm_gflops;
+      j["matrix_gflop_per_s"] = matrix_rate;
     }
     if (device.is_cpu()) j["linear"] = linear_backend();
     std::printf("%s\n", j.dump().c_str());
@@ -202,11 +202,11 @@ int run_model_bench(const ModelBenchOptions& opt) {
     std::printf("]\n");
     if (!part_ms.empty())
       std::printf("  matrix rate (%s, same threads; bench.cpp matrix_gflops): %.1f GFLOP/s; the model: %.0f %%\n",
-                  opt.dtype == "bf16" || opt.amp ? "bf16" : "f32", mm_gflops, 100.0 * gflop / med / mm_gflops);
+                  opt.dtype == "bf16" || opt.amp ? "bf16" : "f32", matrix_rate, 100.0 * gflop / med / matrix_rate);
     for (const auto& kv : part_ms) {
       const double g = part_gflop.count(kv.first) ? part_gflop.at(kv.first) : 0.0;
       std::printf("  part %-12s %8.2f ms %8.3f GFLOP %7.1f GFLOP/s (%3.0f %%)\n", kv.first.c_str(), kv.second, g,
-                  g / (kv.second / 1e3), 100.0 * g / (kv.second / 1e3) / mm_gflops);
+                  g / (kv.second / 1e3), 100.0 * g / (kv.second / 1e3) / matrix_rate);
     }
   }
   return 0;

@@ -106,10 +106,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> depthwise_conv_backward(const at:
   return {dx, dweight, dbias};
 }
 
-}  // namespace diffnet::ops
-
-namespace diffnet::ops {
-
 namespace {
 
 // What the kernel itself needs: no gradient recorded, float32 or bf16 on the CPU (the weights in the same

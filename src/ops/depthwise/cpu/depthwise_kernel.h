@@ -31,8 +31,9 @@ struct DwLnShape {
 // Inference: out (B,H,W,C) = LayerNorm over C (weight g, bias be, eps) of the depthwise 7x7 convolution
 // (stride 1, zero padding 3) of x (B,H,W,C) with taps k (C, 49) and bias kb (C); C a multiple of 4; x and
 // out float32 (S = float) or bf16 bit patterns (S = uint16_t, rounded to nearest even once at the end),
-// the arithmetic float32. The convolution of one output row stays in a per-thread buffer that LayerNorm reads: no (B,H,W,C)
-// intermediate. lanes(C): the channels per vector the level uses for C (0: C not a multiple of 4).
+// the arithmetic float32. The convolution of one output row stays in a per-thread buffer that LayerNorm
+// reads: no (B,H,W,C) intermediate. lanes(C): the channels per vector the level uses for C (0: C not a
+// multiple of 4).
 // faster(C, element_bytes): whether this level's kernel was measured faster than LibTorch's convolution +
 // LayerNorm (oneDNN at the same level) for C channels of that size: avx512 where a pixel's channels are
 // not a multiple of 1 KB apart (such strides put a block's loads into 4 L1 sets or fewer), avx2 below 128
