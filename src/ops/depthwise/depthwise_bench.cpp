@@ -50,46 +50,36 @@ int run_depthwise_bench(int iters, bool json) {
     };
     print_row(c, "fwd+bwd", alternated_medians(iters, step));
   }
-  // Inference: LibTorch's convolution then LayerNorm over the channels (what the blocks ran before) against
-  // depthwise_layer_norm, at the shapes of an atto 256² batch-8 forward (stages 1-4; the DCT branch and the
-  // decoder's refinement run C = 64 at 32²) and of base at 768², batch 1 (whose channel counts, multiples
-  // of 128, are not fused: depthwise_layer_norm_applies; they are timed all the same, as the record of why).
+  // Inference: LibTorch's convolution then LayerNorm over the channels in float32 (what the blocks ran
+  // before; in bf16, as model::layer_norm_last does: to float32 and back) against depthwise_layer_norm, at
+  // the shapes of an atto 256² batch-8 forward (stages 1-4; the DCT branch and the decoder's refinement run
+  // C = 64 at 32²) and of base at 768², batch 1, in float32 and in bf16; every shape is timed, also where
+  // the blocks do not use the fusion (depthwise_layer_norm_applies), as the record of why.
   const Case infer_cases[] = {{"atto-s1", 8, 40, 64},   {"atto-dct", 8, 64, 32},  {"atto-s2", 8, 80, 32},
                               {"atto-s3", 8, 160, 16},  {"atto-s4", 8, 320, 8},   {"base-s1", 1, 128, 192},
                               {"base-s2", 1, 256, 96},  {"base-s3", 1, 512, 48},  {"base-s4", 1, 1024, 24}};
-  if (!json) std::printf("\ninference: conv2d + layer_norm (libtorch) vs depthwise_layer_norm (ours)\n");
   torch::NoGradGuard no_grad;
-  for (const Case& c : infer_cases) {
-    torch::manual_seed(0);
-    const at::Tensor x = at::randn({c.B, c.C, c.S, c.S}).contiguous(at::MemoryFormat::ChannelsLast);
-    const at::Tensor w = at::randn({c.C, 1, 7, 7}) * 0.1, b = at::randn({c.C});
-    const at::Tensor lw = at::randn({c.C}), lb = at::randn({c.C});
-    auto step = [&](bool ours) {
-      const double t0 = now_seconds();
-      at::Tensor y = ours ? depthwise_layer_norm(x, w, b, lw, lb, 1e-6)
-                          : at::layer_norm(at::conv2d(x, w, b, {1, 1}, {3, 3}, {1, 1}, c.C).permute({0, 2, 3, 1}),
-                                           {c.C}, lw, lb, 1e-6);
-      return (now_seconds() - t0) * 1e3;
-    };
-    print_row(c, "infer dw+ln", alternated_medians(iters, step));
-  }
-  // The same in bf16 (--precision bf16): LibTorch's bf16 convolution, then LayerNorm in float32 and back
-  // to bf16, as the blocks ran it before (model::layer_norm_last), against the fused pass on bf16 storage.
-  if (!json) std::printf("\ninference in bf16: conv2d + layer_norm in float32 (libtorch) vs depthwise_layer_norm (ours)\n");
-  for (const Case& c : infer_cases) {
-    torch::manual_seed(0);
-    const auto bf = at::kBFloat16;
-    const at::Tensor x = at::randn({c.B, c.C, c.S, c.S}).to(bf).contiguous(at::MemoryFormat::ChannelsLast);
-    const at::Tensor w = (at::randn({c.C, 1, 7, 7}) * 0.1).to(bf), b = at::randn({c.C}).to(bf);
-    const at::Tensor lw = at::randn({c.C}).to(bf), lb = at::randn({c.C}).to(bf);
-    auto step = [&](bool ours) {
-      const double t0 = now_seconds();
-      at::Tensor y = ours ? depthwise_layer_norm(x, w, b, lw, lb, 1e-6)
-                          : at::layer_norm(at::conv2d(x, w, b, {1, 1}, {3, 3}, {1, 1}, c.C).permute({0, 2, 3, 1}).to(at::kFloat),
-                                           {c.C}, lw.to(at::kFloat), lb.to(at::kFloat), 1e-6).to(bf);
-      return (now_seconds() - t0) * 1e3;
-    };
-    print_row(c, "infer dw+ln bf16", alternated_medians(iters, step));
+  for (const at::ScalarType dt : {at::kFloat, at::kBFloat16}) {
+    const bool bf16 = dt == at::kBFloat16;
+    if (!json)
+      std::printf("\ninference%s: conv2d + layer_norm%s (libtorch) vs depthwise_layer_norm (ours)\n",
+                  bf16 ? " in bf16" : "", bf16 ? " in float32" : "");
+    for (const Case& c : infer_cases) {
+      torch::manual_seed(0);
+      const at::Tensor x = at::randn({c.B, c.C, c.S, c.S}).to(dt).contiguous(at::MemoryFormat::ChannelsLast);
+      const at::Tensor w = (at::randn({c.C, 1, 7, 7}) * 0.1).to(dt), b = at::randn({c.C}).to(dt);
+      const at::Tensor lw = at::randn({c.C}).to(dt), lb = at::randn({c.C}).to(dt);
+      auto step = [&](bool ours) {
+        const double t0 = now_seconds();
+        at::Tensor y =
+            ours ? depthwise_layer_norm(x, w, b, lw, lb, 1e-6)
+                 : at::layer_norm(at::conv2d(x, w, b, {1, 1}, {3, 3}, {1, 1}, c.C).permute({0, 2, 3, 1}).to(at::kFloat),
+                                  {c.C}, lw.to(at::kFloat), lb.to(at::kFloat), 1e-6)
+                       .to(dt);
+        return (now_seconds() - t0) * 1e3;
+      };
+      print_row(c, bf16 ? "infer dw+ln bf16" : "infer dw+ln", alternated_medians(iters, step));
+    }
   }
   return 0;
 }
