@@ -603,7 +603,7 @@ TEST(ModelUnits, ImageHeadFeatures) {
 }
 
 // top_k_mean's radix selection against a float64 sort, for rows with many ties (values on a coarse grid),
-// many zeros, k = 1 and k = n, float and double; and its fallback (topk) with autograd and with a NaN.
+// many zeros, k = 1 and k = n, float, double and bf16; and its fallback (topk) with autograd and with a NaN.
 TEST(ModelUnits, TopKMeanAgainstASort) {
   torch::manual_seed(5);
   struct Case {
@@ -613,7 +613,7 @@ TEST(ModelUnits, TopKMeanAgainstASort) {
   const Case cases[] = {{3, 65536, 3277, false}, {2, 65536, 3277, true}, {4, 40, 2, false},
                         {2, 17, 1, true},        {1, 17, 17, false},       {2, 5000, 250, true}};
   for (const Case& c : cases)
-    for (const auto dt : {at::kFloat, at::kDouble}) {
+    for (const auto dt : {at::kFloat, at::kDouble, at::kBFloat16}) {
       at::Tensor p = at::rand({c.B, c.n}, at::kDouble).pow(4);  // most values small, as a page's map
       if (c.ties) p = (p * 8).floor() / 8;                       // nine values only: ties across k
       p.select(1, 0).zero_();
@@ -627,8 +627,11 @@ TEST(ModelUnits, TopKMeanAgainstASort) {
         std::sort(row.rbegin(), row.rend());
         double sum = 0;
         for (int64_t i = 0; i < c.k; ++i) sum += row[static_cast<size_t>(i)];
-        EXPECT_NEAR(got[b][0].item<double>(), sum / static_cast<double>(c.k), dt == at::kFloat ? 1e-7 : 1e-13)
-            << c.n << " " << c.k << " " << c.ties << " " << dt;
+        // bf16 (inference windows): the mean of the bf16 values, rounded to bf16 once (half an ulp).
+        const double want = sum / static_cast<double>(c.k);
+        const double tol = dt == at::kBFloat16 ? std::ldexp(1.0, std::ilogb(want) - 8) * 1.0001
+                                               : dt == at::kFloat ? 1e-7 : 1e-13;
+        EXPECT_NEAR(got[b][0].item<double>(), want, tol) << c.n << " " << c.k << " " << c.ties << " " << dt;
       }
     }
   // With autograd (training) and with a NaN: topk, whose gradient reaches the k values.
@@ -639,6 +642,55 @@ TEST(ModelUnits, TopKMeanAgainstASort) {
   q[0][3] = std::nan("");
   EXPECT_TRUE(std::isnan(model::top_k_mean(q, 2).item<float>()));
   EXPECT_THROW(model::top_k_mean(q, 11), c10::Error);
+}
+
+// The decoder's bilinear resize (align_corners false: source = (dst + 0.5) * in / out - 0.5, clamped at
+// 0) against that formula in float64, up and down, NCHW and channels_last; in bf16 (inference windows) the
+// result is the float64 value of the bf16 inputs rounded once (within one bf16 ulp), in both layouts.
+TEST(ModelUnits, ResizeBilinearAgainstFormula) {
+  torch::manual_seed(11);
+  auto reference = [](const at::Tensor& x, int64_t oh, int64_t ow) {
+    Arr a = to_arr(x), o(a.n0, a.n1, oh, ow);
+    auto src = [](int64_t d, int64_t in, int64_t out, int64_t& i0, int64_t& i1, double& l) {
+      const double s = std::max(0.0, (static_cast<double>(d) + 0.5) * static_cast<double>(in) / static_cast<double>(out) - 0.5);
+      i0 = static_cast<int64_t>(s);
+      i1 = std::min(i0 + 1, in - 1);
+      l = s - static_cast<double>(i0);
+    };
+    for (int64_t b = 0; b < a.n0; ++b)
+      for (int64_t c = 0; c < a.n1; ++c)
+        for (int64_t y = 0; y < oh; ++y)
+          for (int64_t x = 0; x < ow; ++x) {
+            int64_t y0, y1, x0, x1;
+            double ly, lx;
+            src(y, a.n2, oh, y0, y1, ly);
+            src(x, a.n3, ow, x0, x1, lx);
+            o.at(b, c, y, x) = (1 - ly) * ((1 - lx) * a.at(b, c, y0, x0) + lx * a.at(b, c, y0, x1)) +
+                               ly * ((1 - lx) * a.at(b, c, y1, x0) + lx * a.at(b, c, y1, x1));
+          }
+    return o;
+  };
+  struct Case {
+    int64_t C, h, w, oh, ow;
+  };
+  for (const Case& k : {Case{2, 5, 7, 20, 28}, Case{6, 9, 4, 13, 8}, Case{2, 16, 16, 64, 64}})
+    for (const auto dt : {at::kFloat, at::kBFloat16})
+      for (const bool cl : {false, true}) {
+        at::Tensor x = (torch::randn({2, k.C, k.h, k.w}) * 3).to(dt);
+        if (cl) x = x.contiguous(at::MemoryFormat::ChannelsLast);
+        const at::Tensor got = model::resize_bilinear(x, k.oh, k.ow);
+        ASSERT_EQ(got.scalar_type(), dt);
+        ASSERT_EQ(got.sizes(), at::IntArrayRef({2, k.C, k.oh, k.ow}));
+        const Arr want = reference(x, k.oh, k.ow), g = to_arr(got);
+        double worst = 0;  // in units of the tolerance
+        for (size_t i = 0; i < want.v.size(); ++i) {
+          // Half a bf16 ulp (at most 2^-8 relative), and float32 arithmetic on inputs of up to ~15.
+          const double tol = (dt == at::kFloat ? 0 : std::ldexp(std::abs(want.v[i]), -8)) + 1e-5;
+          worst = std::max(worst, std::abs(g.v[i] - want.v[i]) / tol);
+        }
+        EXPECT_LE(worst, 1.0) << k.C << "x" << k.h << "x" << k.w << " -> " << k.oh << "x" << k.ow << " " << dt
+                              << (cl ? " channels_last" : " NCHW");
+      }
 }
 
 TEST(ModelUnits, NormalizeRgb) {
