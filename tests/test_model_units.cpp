@@ -409,7 +409,52 @@ TEST(ModelUnits, DctEmbeddingMatchesLoopReference) {
       }
     }
     EXPECT_LT(max_abs_diff(e, ref), 1e-10) << "linear_coef " << linear_coef;
+    if (!linear_coef) {  // inference's gather from the per-window table, against the same reference
+      at::Tensor g = emb.embed_by_table(dct, qt);
+      ASSERT_EQ(g.sizes(), e.sizes());
+      EXPECT_LT(max_abs_diff(g, ref), 1e-10);
+    }
   }
+}
+
+// Inference's table-and-gather embedding gives the modules' result to the bit, in float32 and bf16, with
+// every optional term and with the ablations that drop them, d = 1 and 4; forward() without autograd
+// (which uses it) equals the modules' embedding through the blocks; a value outside the table is an error.
+TEST(ModelUnits, DctEmbeddingByTableIsBitIdentical) {
+  struct Case {
+    int64_t d;
+    std::vector<const char*> ablations;
+  };
+  for (const Case& c : {Case{1, {}}, Case{4, {}}, Case{1, {"A3", "A5"}}, Case{4, {"A4", "A6"}}})
+    for (const auto dt : {at::kFloat, at::kBFloat16}) {
+      ModelConfig cfg = model_preset("atto");
+      cfg.dct_dim = c.d;
+      cfg.dct_depth = 0;
+      for (const char* a : c.ablations) apply_ablation(cfg, a);
+      torch::manual_seed(7);
+      model::DctEmbed emb(cfg);
+      randomize(emb, 0.5);
+      emb.to(dt);
+      at::Tensor dct = torch::randint(0, 21, {3, 24, 40}, at::kLong);
+      at::Tensor qt = torch::randint(1, 256, {3, 64}, at::kLong);
+      torch::NoGradGuard no_grad;
+      const at::Tensor want = emb.embed(model::space_to_depth8(dct), qt);
+      const at::Tensor got = emb.embed_by_table(dct, qt);
+      ASSERT_EQ(got.scalar_type(), dt);
+      EXPECT_TRUE(at::equal(got, want)) << "d " << c.d << " " << c.ablations.size() << " ablations " << dt;
+      dct[1][9][17] = 21;
+      EXPECT_THROW(emb.embed_by_table(dct, qt), Error);
+    }
+  ModelConfig cfg = model_preset("atto");
+  cfg.dct_depth = 1;
+  torch::manual_seed(8);
+  model::DctEmbed emb(cfg);
+  randomize(emb, 0.5);
+  at::Tensor dct = torch::randint(0, 21, {2, 32, 32}, at::kLong);
+  at::Tensor qt = torch::randint(1, 256, {2, 64}, at::kLong);
+  torch::NoGradGuard no_grad;
+  const at::Tensor want = model::run_blocks(emb.blocks, emb.embed(model::space_to_depth8(dct), qt).permute({0, 3, 1, 2}));
+  EXPECT_TRUE(at::equal(emb.forward(dct, qt), want));
 }
 
 TEST(ModelUnits, DctAblationsDropTheirTerms) {

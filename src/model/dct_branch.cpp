@@ -1,6 +1,13 @@
 // DCT branch (docs/design.md §2.2) and the FPH ablation (A1).
 #include "model/dct_branch.h"
 
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <atomic>
+
+#include "diffnet/common.h"
 #include "diffnet/embedding.h"
 #include "model/convnext.h"
 
@@ -37,13 +44,18 @@ DctEmbed::DctEmbed(const ModelConfig& cfg) : d_(cfg.dct_dim), gamma_(cfg.dct_gam
 }
 
 at::Tensor DctEmbed::embed(const at::Tensor& dct_blocks, const at::Tensor& qt) {
-  const int64_t d = d_;
   at::Tensor e;  // (B,h,w,64,d)
   if (coef_linear) {
     e = coef_linear->forward(dct_blocks.unsqueeze(-1).to(coef_linear->weight.scalar_type()).div(20.0));
   } else {
     e = ops::embedding(coef_embed->weight, dct_blocks);  // the Embedding, with a faster CPU backward
   }
+  e = modulate(e, qt);
+  return e.reshape({e.size(0), e.size(1), e.size(2), 64 * d_});
+}
+
+at::Tensor DctEmbed::modulate(at::Tensor e, const at::Tensor& qt) {
+  const int64_t d = d_;
   if (q_embed) {
     at::Tensor gb = q_mlp->forward(ops::embedding(q_embed->weight, qt));  // (B,64,n*d)
     int64_t off = 0;
@@ -59,12 +71,57 @@ at::Tensor DctEmbed::embed(const at::Tensor& dct_blocks, const at::Tensor& qt) {
     at::Tensor t = table_mlp->forward(qt.to(e.scalar_type()).div(255.0));  // (B,d)
     e = e + t.view({t.size(0), 1, 1, 1, d});
   }
-  return e.reshape({e.size(0), e.size(1), e.size(2), 64 * d});
+  return e;
+}
+
+at::Tensor DctEmbed::embed_by_table(const at::Tensor& dct, const at::Tensor& qt) {
+  const int64_t B = dct.size(0), H = dct.size(1), W = dct.size(2), h = H / 8, w = W / 8, d = d_;
+  const int64_t V = coef_embed->weight.size(0);
+  // (B,1,V,64,d): every coefficient value of every frequency of every window, through the same operations
+  // as the (B,h,w,64,d) embedding, each element computed alike (bit-identical to embed()).
+  const at::Tensor table =
+      modulate(coef_embed->weight.view({1, 1, V, 1, d}).expand({B, 1, V, 64, d}), qt).contiguous();
+  const at::Tensor idx = dct.contiguous();
+  at::Tensor out = at::empty({B, h, w, 64 * d}, table.options());
+  std::atomic<bool> bad{false};
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, table.scalar_type(), "dct_embed_by_table", [&] {
+    const scalar_t* tab = table.data_ptr<scalar_t>();
+    const int64_t* in = idx.data_ptr<int64_t>();
+    scalar_t* o = out.data_ptr<scalar_t>();
+    // One task per row of blocks; its pixel rows are read in order, row u giving coefficients 8u..8u+7
+    // of every block in the row (natural order: k = 8u + v).
+    at::parallel_for(0, B * h, 1, [&](int64_t lo, int64_t hi) {
+      bool out_of_range = false;
+      for (int64_t r = lo; r < hi; ++r) {
+        const int64_t b = r / h, by = r % h;
+        const scalar_t* tb = tab + b * V * 64 * d;
+        scalar_t* orow = o + r * w * 64 * d;
+        for (int64_t u = 0; u < 8; ++u) {
+          const int64_t* row = in + (b * H + by * 8 + u) * W;
+          for (int64_t bx = 0; bx < w; ++bx)
+            for (int64_t v8 = 0; v8 < 8; ++v8) {
+              const int64_t v = row[bx * 8 + v8], k = u * 8 + v8;
+              out_of_range |= static_cast<uint64_t>(v) >= static_cast<uint64_t>(V);
+              const scalar_t* src = tb + (std::min<uint64_t>(static_cast<uint64_t>(v), V - 1) * 64 + k) * d;
+              scalar_t* dst = orow + (bx * 64 + k) * d;
+              if (d == 1) *dst = *src;
+              else std::copy(src, src + d, dst);
+            }
+        }
+      }
+      if (out_of_range) bad = true;
+    });
+  });
+  if (bad) throw Error("DiffNet", "dct values must be in [0, " + std::to_string(V - 1) + "]");
+  return out;
 }
 
 at::Tensor DctEmbed::forward(const at::Tensor& dct, const at::Tensor& qt) {
-  at::Tensor e = embed(space_to_depth8(dct), qt).permute({0, 3, 1, 2});  // channels_last (B,64d,h,w)
-  return run_blocks(blocks, e);
+  // Inference on the CPU: the embedding as a gather from its per-window table (no (B,h,w,64,d)
+  // intermediates; docs/model.md); training and other devices: the modules as written.
+  const bool table = coef_embed && dct.is_cpu() && dct.scalar_type() == at::kLong && !at::GradMode::is_enabled();
+  at::Tensor e = table ? embed_by_table(dct, qt) : embed(space_to_depth8(dct), qt);
+  return run_blocks(blocks, e.permute({0, 3, 1, 2}));  // channels_last (B,64d,h,w)
 }
 
 namespace {

@@ -35,6 +35,9 @@ class DctEmbed : public DctHead {
   explicit DctEmbed(const ModelConfig& cfg);
   // The joint embedding before the blocks: dct_blocks (B,h,w,64) int64, qt (B,64) int64 -> (B,h,w,64*d).
   at::Tensor embed(const at::Tensor& dct_blocks, const at::Tensor& qt);
+  // The same for inference from the (B,H,W) int64 map: a gather from the (B,1,21,64,d) table of every
+  // value's modulated embedding, made by modulate(); bit-identical to embed(space_to_depth8(dct), qt).
+  at::Tensor embed_by_table(const at::Tensor& dct, const at::Tensor& qt);
   at::Tensor forward(const at::Tensor& dct, const at::Tensor& qt) override;
   int64_t out_channels() const override { return 64 * d_; }
 
@@ -45,6 +48,9 @@ class DctEmbed : public DctHead {
   torch::nn::ModuleList blocks{nullptr};
 
  private:
+  // The window- and frequency-dependent terms (q-table gamma/beta, frequency and table bias) added to an
+  // embedding e of shape (B,X,Y,64,d).
+  at::Tensor modulate(at::Tensor e, const at::Tensor& qt);
   int64_t d_;
   bool gamma_, beta_;
 };
