@@ -235,7 +235,7 @@ if [ "${SKIP_PYTORCH:-0}" != 1 ] && time_left; then
 fi
 
 # The host CPU, when it has AMX (the GPU hosts seen so far are Xeons; no CPU of the build machines has
-# it): issue 16's `auto` precision case on the CPU, 2 threads as on the build machines — the C++ model in
+# it): the `--precision auto` case on an AMX CPU, 2 threads as on the build machines — the C++ model in
 # bf16 (what --precision auto picks there) against the PyTorch eager port in float32, and the parts
 # against the CPU's bf16 matrix rate. SKIP_CPU_AMX=1 leaves it out.
 if [ "${SKIP_CPU_AMX:-0}" != 1 ] && grep -qw amx_bf16 /proc/cpuinfo && time_left; then
