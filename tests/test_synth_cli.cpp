@@ -207,7 +207,8 @@ TEST(SynthCli, BadSourcesAreSkippedAndCounted) {
 TEST(SynthCli, BadOptionsAreOneLineErrors) {
   std::string out = testutil::temp_dir("synth-opt");
   for (const char* args : {"--ops blur", "--dpi abc", "--output-format gif", "--fonts nosuchfont", "--q1 90-80",
-                           "--layouts poster", "--insert-overlay-prob 1.5", "--text-overlay-prob -0.1"}) {
+                           "--layouts poster", "--insert-overlay-prob 1.5", "--text-overlay-prob -0.1",
+                           "--overlay-letter-prob 2"}) {
     auto r = testutil::run_cli(std::string("synth --out ") + out + " --count 1 " + args);
     EXPECT_EQ(r.exit_code, 2) << args;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << ": " << r.err;

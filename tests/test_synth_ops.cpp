@@ -288,6 +288,43 @@ TEST(SynthOps, InsertOverlayIsSharpDarkTextOftenAtTheTop) {
   EXPECT_LE(in_top, overlays * 2 / 3);
 }
 
+// --overlay-letter-prob: with 1, every editor's overlay is one capital letter (the text mix alone gives
+// one in six); with 0 (the default) the records are those of a config without the field.
+TEST(SynthOps, OverlayLetterShareTypesOneCapitalLetter) {
+  int overlays = 0, letters = 0, mixed_letters = 0, mixed = 0;
+  for (int seed = 0; seed < 24; ++seed) {
+    for (const double share : {1.0, 0.0}) {
+      Page page = rendered_page(seed % 2 ? LayoutKind::Letter : LayoutKind::Receipt, 300 + seed);
+      EditConfig cfg;
+      cfg.insert_overlay_prob = 1;
+      cfg.overlay_letter_prob = share;
+      cfg.fonts = select_fonts({"all"});
+      EditState st(page);
+      Rng rng(900 + seed);
+      nlohmann::json rec;
+      if (!apply_op(OpKind::Insert, st, cfg, rng, nullptr, &rec)) continue;
+      const std::string t = rec["new_text"].get<std::string>();
+      const bool letter = t.size() == 1 && t[0] >= 'A' && t[0] <= 'Z';
+      if (share == 1.0) {
+        ++overlays, letters += letter;
+        EXPECT_EQ(rec["style"], "overlay") << rec.dump();
+      } else {
+        ++mixed, mixed_letters += letter;
+        // The default draws nothing more: the same record as apply_overlay_op (no field set) gives.
+        Page again = rendered_page(seed % 2 ? LayoutKind::Letter : LayoutKind::Receipt, 300 + seed);
+        Raster mask;
+        nlohmann::json ref;
+        ASSERT_TRUE(apply_overlay_op(OpKind::Insert, again, 900 + seed, &mask, &ref));
+        EXPECT_EQ(rec["new_text"], ref["new_text"]);
+        EXPECT_EQ(rec["text_box"], ref["text_box"]);
+      }
+    }
+  }
+  ASSERT_GE(overlays, 15);
+  EXPECT_EQ(letters, overlays);
+  EXPECT_LE(mixed_letters, mixed / 2);
+}
+
 // The overlay style of `text` (--text-overlay-prob): the old words erased and retyped in sharp
 // near-black or dark-blue ink, in a family drawn from the whole catalogue (not matched), never concealed,
 // fitted into the word's box; only pixels inside the mask change.

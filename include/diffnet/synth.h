@@ -32,6 +32,7 @@ struct SynthOptions {
   int max_edits = 5;                 // otherwise 1..max_edits edits
   double conceal_prob = 0.5;         // per edit: seam smoothing / noise / colour matching
   double insert_overlay_prob = 0;    // share of `insert` edits typed as an editor's overlay (docs/synth.md)
+  double overlay_letter_prob = 0;    // share of those overlays typed as one capital letter (on top of 1 in 6)
   double text_overlay_prob = 0;      // share of `text` edits retyped as an editor's overlay (docs/synth.md)
   double print_scan_prob = 0.5;      // rendered pages: print-scan look
   // Rendered pages: share whose print-scan look (without rotation) comes after the edits instead of

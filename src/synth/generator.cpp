@@ -46,6 +46,7 @@ Plan make_plan(const SynthOptions& opt) {
   prob(opt.pristine_prob, "--pristine-prob");
   prob(opt.conceal_prob, "--conceal-prob");
   prob(opt.insert_overlay_prob, "--insert-overlay-prob");
+  prob(opt.overlay_letter_prob, "--overlay-letter-prob");
   prob(opt.text_overlay_prob, "--text-overlay-prob");
   prob(opt.print_scan_prob, "--print-scan-prob");
   prob(opt.degrade_after_edit_prob, "--degrade-after-edit-prob");
@@ -74,6 +75,7 @@ Plan make_plan(const SynthOptions& opt) {
   }
   p.edit.conceal_prob = opt.conceal_prob;
   p.edit.insert_overlay_prob = opt.insert_overlay_prob;
+  p.edit.overlay_letter_prob = opt.overlay_letter_prob;
   p.edit.text_overlay_prob = opt.text_overlay_prob;
   p.edit.fonts = p.fonts;
   return p;

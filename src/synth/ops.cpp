@@ -488,6 +488,8 @@ std::string text_for_box(Rng& rng, const Box& b) {
   return s;
 }
 
+std::string one_letter(Rng& rng) { return std::string(1, static_cast<char>('A' + rng.randint(0, 25))); }
+
 // What someone types onto a scan with an image editor: a reference number, a name, one letter...
 std::string overlay_text(Rng& rng) {
   switch (rng.randint(0, 5)) {
@@ -497,7 +499,7 @@ std::string overlay_text(Rng& rng) {
       return s;
     }
     case 1: return content::person_name(rng);
-    case 2: return std::string(1, static_cast<char>('A' + rng.randint(0, 25)));
+    case 2: return one_letter(rng);
     case 3: return content::reference(rng, "REF");
     case 4: return content::date(rng);
     default: return content::amount(rng, 1, 5000);
@@ -604,7 +606,8 @@ bool text_op(EditState& st, const EditConfig& cfg, Rng& rng, nlohmann::json* rec
 // - page (default): the page's font and ink (or a catalogue family at 1.3x the median word height and
 //   the ink of a word), concealed (coverage blurred) with conceal_prob;
 // - overlay (share cfg.insert_overlay_prob): what someone types onto a scan with an image editor
-//   (overlay_style, overlay_text), sharp, and in the top fifth of the page half the time.
+//   (overlay_style, overlay_text; one letter at least a share cfg.overlay_letter_prob of the time), sharp,
+//   and in the top fifth of the page half the time.
 bool insert_op(EditState& st, const EditConfig& cfg, Rng& rng, nlohmann::json* rec) {
   Page& page = st.page;
   // Drawn only when enabled, so sets made without overlays keep their random stream.
@@ -617,7 +620,8 @@ bool insert_op(EditState& st, const EditConfig& cfg, Rng& rng, nlohmann::json* r
   if (overlay) {
     overlay_style(page, cfg, rng, &font, &color);
     top = rng.bernoulli(0.5);
-    text = overlay_text(rng);
+    // One letter on its own share first, drawn only when asked for (earlier sets keep their stream).
+    text = cfg.overlay_letter_prob > 0 && rng.bernoulli(cfg.overlay_letter_prob) ? one_letter(rng) : overlay_text(rng);
   } else {
     if (!page_font(page, &font, &color)) {
       font.family = rng.pick(cfg.fonts).family;

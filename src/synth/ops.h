@@ -49,6 +49,7 @@ struct Page {
 struct EditConfig {
   double conceal_prob = 0.5;
   double insert_overlay_prob = 0;  // share of insertions typed as an overlay (insert_op)
+  double overlay_letter_prob = 0;  // share of those overlays that are one capital letter (besides 1 in 6 anyway)
   double text_overlay_prob = 0;    // share of text replacements retyped as an overlay (text_op)
   std::vector<FontFace> fonts;  // families for text when the word's style is unknown, and for overlays
 };

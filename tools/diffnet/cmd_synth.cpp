@@ -100,6 +100,8 @@ void add_synth_command(CLI::App& app) {
   c->add_option("--conceal-prob", o.conceal_prob, "Probability of concealment per edit (0.5)");
   c->add_option("--insert-overlay-prob", o.insert_overlay_prob,
                  "Share of insert edits typed as an editor's overlay: near-black, any font, sharp (0)");
+  c->add_option("--overlay-letter-prob", o.overlay_letter_prob,
+                 "Share of those overlays typed as one capital letter, beside the 1 in 6 of the text mix (0)");
   c->add_option("--text-overlay-prob", o.text_overlay_prob,
                  "Share of text edits retyped as an editor's overlay: old ink erased, any font, sharp (0)");
   c->add_option("--print-scan-prob", o.print_scan_prob, "Probability of the print-scan look for rendered pages (0.5)");
