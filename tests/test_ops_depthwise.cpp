@@ -31,13 +31,17 @@ struct Case {
   int64_t B, C, H, W, K;
 };
 
+std::string case_name(const Case& c) {
+  return "B" + std::to_string(c.B) + " C" + std::to_string(c.C) + " " + std::to_string(c.H) + "x" +
+         std::to_string(c.W) + " K" + std::to_string(c.K);
+}
+
 TEST(Depthwise, BackwardMatchesLibTorchInFloat64AndFloat32) {
   torch::manual_seed(7);
   const Case cases[] = {{2, 40, 13, 11, 7}, {1, 16, 8, 9, 7}, {2, 37, 7, 20, 7}, {1, 5, 3, 4, 7},
                         {3, 33, 6, 5, 3},   {1, 18, 10, 6, 5}, {2, 17, 4, 12, 9}, {1, 8, 5, 5, 1}};
   for (const Case& c : cases) {
-    const std::string name = "B" + std::to_string(c.B) + " C" + std::to_string(c.C) + " " + std::to_string(c.H) +
-                             "x" + std::to_string(c.W) + " K" + std::to_string(c.K);
+    const std::string name = case_name(c);
     at::Tensor x = at::randn({c.B, c.C, c.H, c.W}, at::kDouble).contiguous(at::MemoryFormat::ChannelsLast);
     at::Tensor w = at::randn({c.C, 1, c.K, c.K}, at::kDouble);
     at::Tensor b = at::randn({c.C}, at::kDouble);
@@ -154,8 +158,7 @@ TEST(DepthwiseLayerNorm, MatchesTheFloat64Formula) {
   const Case cases[] = {{2, 40, 13, 37, 7}, {1, 64, 8, 8, 7},  {2, 80, 6, 5, 7},  {1, 4, 3, 4, 7},
                         {3, 12, 1, 1, 7},   {1, 56, 2, 19, 7}, {2, 16, 17, 9, 7}, {1, 320, 4, 4, 7}};
   for (const Case& c : cases) {
-    const std::string name = "B" + std::to_string(c.B) + " C" + std::to_string(c.C) + " " + std::to_string(c.H) +
-                             "x" + std::to_string(c.W);
+    const std::string name = case_name(c);
     const at::Tensor x = at::randn({c.B, c.C, c.H, c.W}).contiguous(at::MemoryFormat::ChannelsLast);
     const at::Tensor w = at::randn({c.C, 1, 7, 7}) * 0.2, b = at::randn({c.C});
     const at::Tensor g = at::randn({c.C}), be = at::randn({c.C});
