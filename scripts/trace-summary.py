@@ -33,9 +33,11 @@ KINDS = [
 CPU_KINDS = [
     ("optimizer", r"foreach|adam"),
     ("zero-sum (ours)", r"zero_sum|ZeroSum"),
-    ("GRN, GELU + GRN (ours)", r"GrnFunction"),
-    ("depthwise conv (ours)", r"DepthwiseConvFunction"),
-    ("embedding (ours)", r"EmbeddingFunction"),
+    # Our ops by their RECORD_FUNCTION names (src/ops/*), or by their autograd functions when training.
+    ("GRN, GELU + GRN (ours)", r"GrnFunction|diffnet::(gelu_)?grn$"),
+    ("GELU (ours)", r"GeluFunction|diffnet::gelu$"),
+    ("depthwise (+ LayerNorm) (ours)", r"DepthwiseConv\w*Function|diffnet::depthwise_"),
+    ("embedding (ours)", r"EmbeddingFunction|diffnet::embedding$"),
     ("convolution", r"conv"),
     ("matrix multiply", r"::(mm|addmm|bmm|matmul|linear)\b"),
     ("layer norm", r"layer_norm"),
@@ -170,7 +172,7 @@ def main():
                  s["gpu_time_ms"], s["kernel_launches"], s["host_syncs"]))
         total, top, what = s["gpu_time_ms"], "top_kernels", "kernels"
     for k, v in s["by_kind_ms"].items():
-        print("  %-28s %8.3f ms  %5.1f %%" % (k, v, 100 * v / total if total else 0))
+        print("  %-30s %8.3f ms  %5.1f %%" % (k, v, 100 * v / total if total else 0))
     print("top %s (ms per iteration, calls):" % what)
     for t in s[top][:a.top]:
         print("  %8.3f  %5.0f  %s" % (t["ms"], t["calls"], t["name"][:150]))

@@ -13,7 +13,11 @@
 #include <vector>
 
 #include "diffnet/common.h"
+#include "diffnet/depthwise.h"
 #include "diffnet/device.h"
+#include "diffnet/embedding.h"
+#include "diffnet/gelu.h"
+#include "diffnet/grn.h"
 #include "diffnet/model.h"
 #include "diffnet/train.h"
 #include "testing.h"
@@ -191,6 +195,30 @@ TEST(Device, ProfileTraceOnCpu) {
   EXPECT_TRUE(contains(ops, "aten::mm"));
   EXPECT_TRUE(contains(ops, "aten::relu"));
   EXPECT_THROW(write_profile_trace("/nonexistent-dir/t.json", false, [] {}), Error);
+}
+
+TEST(Device, ProfileTraceNamesOurOps) {
+  // Our CPU kernels run outside ATen's dispatcher at inference; each records its own name, so a profile
+  // attributes their time (before, a quarter of an `atto` forward was in no operator of the trace).
+  torch::manual_seed(3);
+  torch::NoGradGuard no_grad;
+  const int64_t C = 8;
+  const at::Tensor x = torch::randn({1, C, 12, 12}).contiguous(at::MemoryFormat::ChannelsLast);
+  const at::Tensor w = torch::randn({C, 1, 7, 7}), b = torch::randn({C}), g = torch::ones({C}), be = torch::zeros({C});
+  const at::Tensor h = torch::randn({1, 12, 12, C});
+  const std::string path = testutil::temp_dir("profile-ours") + "/trace.json";
+  write_profile_trace(path, false, [&] {
+    (void)diffnet::ops::depthwise_layer_norm(x, w, b, g, be, 1e-6);
+    (void)diffnet::ops::depthwise_conv(x, w, b);
+    (void)diffnet::ops::gelu_grn(h, g, be);
+    (void)diffnet::ops::grn(h, g, be);
+    (void)diffnet::ops::gelu(h);
+    (void)diffnet::ops::embedding(torch::randn({5, 3}), torch::tensor({0, 4, 2}, at::kLong));
+  });
+  const auto ops = trace_names(path, "cpu_op");
+  for (const char* name : {"diffnet::depthwise_layer_norm", "diffnet::depthwise_conv", "diffnet::gelu_grn",
+                           "diffnet::grn", "diffnet::gelu", "diffnet::embedding"})
+    EXPECT_TRUE(contains(ops, name)) << name;
 }
 
 TEST(Cuda, ProfileTraceHasKernels) {

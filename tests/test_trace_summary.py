@@ -79,6 +79,19 @@ class TraceSummary(unittest.TestCase):
         kineto = {"traceEvents": [dict(e, cat="cpu_op") for e in LEGACY]}
         self.assertEqual(ts.summarize(kineto, 2)["by_kind_ms"], s["by_kind_ms"])
 
+    def test_cpu_kinds_of_our_ops(self):
+        # Our ops by the names they record (src/ops/*: RECORD_FUNCTION) and by their autograd functions;
+        # ATen's own ops of the same families keep theirs.
+        for name, kind in [("diffnet::gelu_grn", "GRN, GELU + GRN (ours)"), ("diffnet::grn", "GRN, GELU + GRN (ours)"),
+                           ("FusedGrnFunction<true>", "GRN, GELU + GRN (ours)"), ("diffnet::gelu", "GELU (ours)"),
+                           ("GeluFunction", "GELU (ours)"), ("diffnet::depthwise_layer_norm", "depthwise (+ LayerNorm) (ours)"),
+                           ("diffnet::depthwise_conv", "depthwise (+ LayerNorm) (ours)"),
+                           ("DepthwiseConvNoBiasFunction", "depthwise (+ LayerNorm) (ours)"),
+                           ("diffnet::embedding", "embedding (ours)"), ("diffnet::zero_sum_fused", "zero-sum (ours)"),
+                           ("aten::gelu", "elementwise"), ("aten::native_layer_norm", "layer norm"),
+                           ("aten::embedding", "copy / layout"), ("aten::mkldnn_convolution", "convolution")]:
+            self.assertEqual(ts.kind_of(name, ts.CPU_KINDS), kind, name)
+
     def test_cli_prints_and_writes_json(self):
         with tempfile.TemporaryDirectory() as d:
             trace, out = os.path.join(d, "t.json"), os.path.join(d, "s.json")

@@ -3,6 +3,7 @@
 // the NHWC kernel of cpu/depthwise_kernel.cpp.
 #include "diffnet/depthwise.h"
 
+#include <ATen/record_function.h>
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <string>
@@ -73,6 +74,7 @@ bool depthwise_uses_own_backward(const at::Tensor& x, const at::Tensor& weight) 
 }
 
 at::Tensor depthwise_conv(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+  RECORD_FUNCTION("diffnet::depthwise_conv", std::vector<c10::IValue>({x}));  // named in profiles
   check_args(x, weight);
   if (!depthwise_uses_own_backward(x, weight)) return forward_conv(x, weight, bias);
   return bias.defined() ? DepthwiseConvFunction::apply(x, weight, bias)
@@ -128,6 +130,7 @@ bool depthwise_layer_norm_applies(const at::Tensor& x, const at::Tensor& weight,
 
 at::Tensor depthwise_layer_norm(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                                 const at::Tensor& ln_weight, const at::Tensor& ln_bias, double eps) {
+  RECORD_FUNCTION("diffnet::depthwise_layer_norm", std::vector<c10::IValue>({x}));  // named in profiles
   check_args(x, weight);
   if (!dwln_kernel_takes(x, weight, bias))
     throw Error("depthwise_layer_norm", "needs a float32 or bf16 channels_last CPU input without gradients, K = 7 "

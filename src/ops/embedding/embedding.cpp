@@ -2,6 +2,7 @@
 // gradient is cpu/embedding_kernel.cpp's one pass.
 #include "diffnet/embedding.h"
 
+#include <ATen/record_function.h>
 #include <torch/csrc/autograd/custom_function.h>
 
 #include "diffnet/common.h"
@@ -51,6 +52,7 @@ bool embedding_uses_own_backward(const at::Tensor& weight, const at::Tensor& ind
 }
 
 at::Tensor embedding(const at::Tensor& weight, const at::Tensor& indices) {
+  RECORD_FUNCTION("diffnet::embedding", std::vector<c10::IValue>({indices}));  // named in profiles
   if (weight.dim() != 2) throw Error("embedding", "weight must be (V, D)");
   if (!(at::GradMode::is_enabled() && weight.requires_grad()) || !embedding_uses_own_backward(weight, indices))
     return at::embedding(weight, indices);
