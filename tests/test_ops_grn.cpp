@@ -220,8 +220,11 @@ TEST(GeluGrn, MatchesTheFloat64ReferenceInFloat64AndFloat32) {
     EXPECT_LT(rel_err(d32.db, ref.db), 2e-5) << name;
     // Element by element the float32 output is within the erf approximation's error of the reference.
     EXPECT_LT((d32.y.to(at::kDouble) - ref.y).abs().max().item<double>(), 1e-5) << name;
+    // Inference (no gradient) writes its output over its own GELU buffer: the same bits, the input untouched.
     torch::NoGradGuard no_grad;
-    EXPECT_TRUE(at::equal(diffnet::ops::gelu_grn(h.to(at::kFloat), w.to(at::kFloat), b.to(at::kFloat)), d32.y)) << name;
+    const at::Tensor h32 = h.to(at::kFloat), h32_copy = h32.clone();
+    EXPECT_TRUE(at::equal(diffnet::ops::gelu_grn(h32, w.to(at::kFloat), b.to(at::kFloat)), d32.y)) << name;
+    EXPECT_TRUE(at::equal(h32, h32_copy)) << name;
   }
 }
 

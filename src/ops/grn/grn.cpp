@@ -73,9 +73,12 @@ Stats forward_passes(const at::Tensor& x, const at::Tensor& g, const at::Tensor&
   return st;
 }
 
-Forward fused_forward(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, bool gelu) {
-  at::Tensor y = at::empty_like(x);
+// keep_g = false (inference with the GELU): y is written over g, which nothing reads afterwards (one map-sized
+// tensor fewer; the same values, each read before it is overwritten).
+Forward fused_forward(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, bool gelu,
+                      bool keep_g = true) {
   const at::Tensor g = gelu ? at::empty_like(x) : x;
+  at::Tensor y = gelu && !keep_g ? g : at::empty_like(x);
   Stats st;
   switch (x.scalar_type()) {
     case at::kFloat: st = forward_passes<float>(x, g, y, weight, bias, gelu); break;
@@ -204,7 +207,7 @@ at::Tensor gelu_grn(const at::Tensor& h, const at::Tensor& weight, const at::Ten
   check_args(h, weight, bias);
   if (!gelu_grn_uses_own_kernel(h, weight, bias)) return grn(at::gelu(h), weight, bias);
   if (wants_grad(h, weight, bias)) return FusedGrnFunction<true>::apply(h, weight, bias);
-  return fused_forward(h.contiguous(), weight, bias, /*gelu=*/true).y;
+  return fused_forward(h.contiguous(), weight, bias, /*gelu=*/true, /*keep_g=*/false).y;
 }
 
 }  // namespace diffnet::ops
