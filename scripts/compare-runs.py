@@ -31,7 +31,7 @@ import os
 import random
 import sys
 
-from valset import page_name, read_records, weighted_auc
+from valset import page_name, read_records, receipts_of, weighted_auc
 
 
 # The validation halves scripts/eval-candidate.sh evaluates: (its output subdirectory, the set's directory
@@ -77,26 +77,6 @@ def calibrated_flag(calibration, rec):
     z = calibration["a"] * x + calibration["b"]
     p = 1 / (1 + math.exp(-z)) if z >= 0 else math.exp(z) / (1 + math.exp(z))
     return p > calibration["threshold"]
-
-
-def receipts_of(data_dir):
-    """page name -> receipt id, from the set's manifests (edited, re-saved) and u-RECEIPT file names."""
-    out = {}
-    for manifest, prefix in (("manifest.jsonl", "e-"), ("manifest-resaved.jsonl", "r-")):
-        path = os.path.join(data_dir, manifest)
-        if not os.path.exists(path):
-            continue
-        for line in open(path):
-            if line.strip():
-                rec = json.loads(line)
-                out[prefix + rec["id"]] = page_name(rec["source"]["path"])
-    images = os.path.join(data_dir, "images")
-    for f in os.listdir(images) if os.path.isdir(images) else []:
-        if f.startswith("u-"):
-            out[page_name(f)] = page_name(f)[2:]
-    if not out:
-        sys.exit(f"compare-runs: {data_dir}: no manifest.jsonl, manifest-resaved.jsonl or images/u-* found")
-    return out
 
 
 def scores_of(pred, stat, calibration=None):
@@ -200,7 +180,7 @@ def main(argv=None):
     rng = random.Random(args.seed)
     rows, pooled, pooled_decided = {}, [], ([], [])
     for n, (data_dir, pred_a, pred_b, *calibrations) in enumerate(args.set):
-        rec = receipts_of(data_dir)
+        rec = receipts_of(data_dir, "compare-runs")
         calib_a, calib_b = calibrations or (None, None)
         a, b = scores_of(pred_a, args.stat, calib_a), scores_of(pred_b, args.stat, calib_b)
         if set(a) != set(b):

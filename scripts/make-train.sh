@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the training data of the shipped model from the real receipt scans (docs/train.md, "Recipe of the
-# shipped model"), leaving out every held-out receipt (data/splits/receipts-val.txt).
+# shipped model"), leaving out every held-out receipt (data/splits/receipts-val.txt) and the receipts edited
+# before publication (data/splits/receipts-edited-before-publication.txt).
 #
 #   scripts/make-train.sh [RECEIPTS_DIR] [OUT_DIR] [DIFFNET]
 #
@@ -10,7 +11,7 @@
 # DIFFNET       default build/diffnet
 #
 # Writes, under OUT_DIR:
-#   receipts-src/{images,boxes}/   links to the training receipts (all but the held-out ones)
+#   receipts-src/{images,boxes}/   links to the training receipts (all but the held-out and the pre-edited ones)
 #   receipts-train.txt             their IDs
 #   real-untouched.txt             list file of those scans' original bytes: real untouched pages, read with
 #                                  their own JPEG coefficients, the negatives the model must leave alone

@@ -71,9 +71,13 @@ make_pages() {
 
 # training_receipts SRC OUT: every receipt of SRC not held out (data/splits/receipts-val.txt) linked into
 # OUT/receipts-src (a `synth --sources` folder), its original scan listed in OUT/real-untouched.txt and its
-# ID in OUT/receipts-train.txt. Prints how many.
+# ID in OUT/receipts-train.txt. Receipts listed in data/splits/receipts-edited-before-publication.txt (text
+# typed onto the scan before it was published, docs/eval.md) are left out too: as untouched negatives or as
+# sources of edits they would teach that such typing is part of a genuine page. Prints how many.
 training_receipts() {
-  local src=$1 out=$2 f id n=0
+  local src=$1 out=$2 f id n=0 edited=0
+  local prepublished=data/splits/receipts-edited-before-publication.txt
+  [ -f "$prepublished" ] || { echo "training_receipts: $prepublished not found" >&2; return 2; }
   rm -rf "$out/receipts-src"
   mkdir -p "$out/receipts-src/images" "$out/receipts-src/boxes"
   : > "$out/real-untouched.txt"
@@ -81,12 +85,13 @@ training_receipts() {
   for f in "$src"/images/*.jpg; do
     id=$(basename "$f" .jpg)
     if grep -qx "$id" data/splits/receipts-val.txt; then continue; fi
+    if grep -qx "$id" "$prepublished"; then edited=$((edited + 1)); continue; fi
     link_receipt "$src" "$id" "$out/receipts-src"
     realpath "$f" >> "$out/real-untouched.txt"
     echo "$id" >> "$out/receipts-train.txt"
     n=$((n + 1))
   done
-  echo "$n training receipts (held out: $(grep -c . data/splits/receipts-val.txt))"
+  echo "$n training receipts (held out: $(grep -c . data/splits/receipts-val.txt); left out as edited before publication: $edited)"
 }
 
 # outside_heldout_family SET: SET.txt beside the `diffnet synth` folder SET, a list file of its pages

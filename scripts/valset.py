@@ -1,6 +1,6 @@
 """What the validation scripts share: page names, `eval --save-pred` records, region-in-box, page AUC.
 
-Imported by scripts/compare-runs.py, scripts/overlay-kinds.py and scripts/eval-receipts.sh (which put
+Imported by scripts/compare-runs.py, scripts/overlay-kinds.py, scripts/threshold-study.py and scripts/eval-receipts.sh (which put
 this folder on sys.path); standard library only.
 """
 import json
@@ -20,6 +20,26 @@ def read_records(pred, tool):
     if not os.path.exists(path):
         sys.exit(f"{tool}: {path}: not found (eval --save-pred DIR writes DIR/predictions.jsonl)")
     return [json.loads(line) for line in open(path) if line.strip()]
+
+
+def receipts_of(data_dir, tool):
+    """page name -> receipt id, from the set's manifests (edited, re-saved) and u-RECEIPT file names."""
+    out = {}
+    for manifest, prefix in (("manifest.jsonl", "e-"), ("manifest-resaved.jsonl", "r-")):
+        path = os.path.join(data_dir, manifest)
+        if not os.path.exists(path):
+            continue
+        for line in open(path):
+            if line.strip():
+                rec = json.loads(line)
+                out[prefix + rec["id"]] = page_name(rec["source"]["path"])
+    images = os.path.join(data_dir, "images")
+    for f in os.listdir(images) if os.path.isdir(images) else []:
+        if f.startswith("u-"):
+            out[page_name(f)] = page_name(f)[2:]
+    if not out:
+        sys.exit(f"{tool}: {data_dir}: no manifest.jsonl, manifest-resaved.jsonl or images/u-* found")
+    return out
 
 
 def region_hits_box(bbox, box):
