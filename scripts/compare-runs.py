@@ -31,14 +31,13 @@ import os
 import random
 import sys
 
-from valset import page_name, read_records, receipts_of, weighted_auc
+from valset import VARIANTS, page_name, read_records, receipts_of, weighted_auc
 
 
 # The validation halves scripts/eval-candidate.sh evaluates: (its output subdirectory, the set's directory
 # under the data root). The scans first, then each variant of them (docs/eval.md).
 HALVES = [(h, f"val/receipts-{h}") for h in ("fit", "report")] + [
-    (f"{v}-{h}", f"val-{v}/receipts-{h}") for v in ("q100", "overlay", "overlay2", "photo", "photo-after", "retype")
-    for h in ("fit", "report")]
+    (f"{v}-{h}", f"val-{v}/receipts-{h}") for v in VARIANTS for h in ("fit", "report")]
 
 
 def sets_of_runs(run_a, run_b, data_root):

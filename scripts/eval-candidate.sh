@@ -23,7 +23,7 @@ run() { "$DIFFNET" ${THREADS:+-t "$THREADS"} "$@"; }
 mkdir -p "$OUT"
 [ -f "$OUT/summary.json" ] || scripts/eval-receipts.sh "$WEIGHTS" "$OUT" "$DIFFNET"
 W=$OUT/calibrated.safetensors
-for v in q100 overlay overlay2 photo photo-after retype; do  # the variants of HALVES in scripts/compare-runs.py
+for v in q100 overlay overlay2 photo photo-after retype; do  # valset.VARIANTS (scripts/valset.py)
   for h in fit report; do
     data=data/val-$v/receipts-$h
     if [ ! -d "$data/images" ]; then echo "eval-candidate: $data missing, skipped (scripts/make-val-variants.sh makes it)" >&2; continue; fi

@@ -32,9 +32,8 @@ import random
 import statistics
 import sys
 
-from valset import page_name, read_records, receipts_of
+from valset import VARIANTS, page_name, read_records, receipts_of
 
-VARIANTS = ("q100", "overlay", "overlay2", "photo", "photo-after", "retype")
 ESTIMATORS = ("order", "normal", "hd", "order-all", "normal-all")
 
 

@@ -8,6 +8,11 @@ import os
 import sys
 
 
+# The variants of the scan validation halves (data/val-V/receipts-{fit,report}, docs/eval.md), in the
+# order scripts/eval-candidate.sh evaluates them.
+VARIANTS = ("q100", "overlay", "overlay2", "photo", "photo-after", "retype")
+
+
 def page_name(path):
     """`dir/e-00000003.jpg` -> `e-00000003`: how records and manifests name a page."""
     return os.path.splitext(os.path.basename(path))[0]
