@@ -26,12 +26,12 @@ order of HALVES below (`fit`/`report` are the scans, data/val/receipts-H; `V-H` 
 """
 import argparse
 import json
-import math
 import os
 import random
 import sys
 
-from valset import VARIANTS, page_name, read_records, receipts_of, weighted_auc
+from valset import (VARIANTS, calibrated_score, calibration_feature, page_name, read_records, receipts_of,
+                    weighted_auc)
 
 
 # The validation halves scripts/eval-candidate.sh evaluates: (its output subdirectory, the set's directory
@@ -69,13 +69,7 @@ def calibrated_flag(calibration, rec):
     raw = rec.get("page_stats", {}).get(calibration["statistic"])
     if raw is None:
         sys.exit(f"compare-runs: record {rec.get('file')} has no page statistic '{calibration['statistic']}'")
-    x = raw
-    if calibration.get("transform", "logit") == "logit":
-        r = min(max(raw, 1e-4), 1 - 1e-4)
-        x = math.log(r / (1 - r))
-    z = calibration["a"] * x + calibration["b"]
-    p = 1 / (1 + math.exp(-z)) if z >= 0 else math.exp(z) / (1 + math.exp(z))
-    return p > calibration["threshold"]
+    return calibrated_score(calibration, calibration_feature(calibration, raw)) > calibration["threshold"]
 
 
 def scores_of(pred, stat, calibration=None):

@@ -32,17 +32,9 @@ import random
 import statistics
 import sys
 
-from valset import VARIANTS, page_name, read_records, receipts_of
+from valset import VARIANTS, calibrated_score, calibration_feature, page_name, read_records, receipts_of
 
 ESTIMATORS = ("order", "normal", "hd", "order-all", "normal-all")
-
-
-def feature(calibration, raw):
-    """The calibration's feature of a raw page statistic (logit, clamped as diffnet clamps it, or identity)."""
-    if calibration.get("transform", "logit") == "identity":
-        return raw
-    r = min(max(raw, 1e-4), 1 - 1e-4)
-    return math.log(r / (1 - r))
 
 
 def floor_feature(calibration):
@@ -125,7 +117,7 @@ def half_pages(data_dir, pred, calibration):
         if name not in receipt:
             sys.exit(f"threshold-study: {data_dir}: page {name} has no receipt in the manifests")
         out.append((receipt[name], int(rec["label"]),
-                    feature(calibration, rec["page_stats"][calibration["statistic"]])))
+                    calibration_feature(calibration, rec["page_stats"][calibration["statistic"]])))
     return out
 
 
@@ -208,8 +200,7 @@ def main(argv=None):
         result["report"] = {}
         for m in ESTIMATORS:
             t = estimate(m, scan_u, all_u, args.false_alarm, floor)
-            score = 1 / (1 + math.exp(-(calibration["a"] * t + calibration["b"])))
-            result["report"][m] = {"threshold": round(score, 4),
+            result["report"][m] = {"threshold": round(calibrated_score(calibration, t), 4),
                                    "flagged": {name: rates(pages, t) for name, pages in reports if pages}}
     if args.json:
         print(json.dumps(result, indent=1))

@@ -4,6 +4,7 @@ Imported by scripts/compare-runs.py, scripts/overlay-kinds.py, scripts/threshold
 this folder on sys.path); standard library only.
 """
 import json
+import math
 import os
 import sys
 
@@ -45,6 +46,21 @@ def receipts_of(data_dir, tool):
     if not out:
         sys.exit(f"{tool}: {data_dir}: no manifest.jsonl, manifest-resaved.jsonl or images/u-* found")
     return out
+
+
+def calibration_feature(calibration, raw):
+    """The feature a page calibration (`calibration` metadata as JSON) reads from a raw page statistic:
+    its logit, the statistic clamped to [1e-4, 1 - 1e-4] first as diffnet clamps it, or the identity."""
+    if calibration.get("transform", "logit") != "logit":
+        return raw
+    r = min(max(raw, 1e-4), 1 - 1e-4)
+    return math.log(r / (1 - r))
+
+
+def calibrated_score(calibration, feature):
+    """diffnet's calibrated page score of a feature: sigmoid(a * feature + b)."""
+    z = calibration["a"] * feature + calibration["b"]
+    return 1 / (1 + math.exp(-z)) if z >= 0 else math.exp(z) / (1 + math.exp(z))
 
 
 def region_hits_box(bbox, box):
