@@ -12,7 +12,7 @@
 # WEIGHTS  the model whose false alarms are mined
 # LIST     list file of untouched pages (default data/train/real-untouched.txt, from make-train.sh)
 # OUT_DIR  default data/train/hard-negatives: images/<id>-<k>.jpg, 256x256 crops at 16-aligned offsets
-#          (a whole number of 4:2:0 MCUs: jpegtran -crop moves no coefficient), plus predictions.jsonl
+#          (scripts/jpeg_windows.py: jpegtran -crop moves no coefficient), plus predictions.jsonl
 # Needs jpegtran (Debian libjpeg-turbo-progs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,9 +28,10 @@ grep -v '^#' "$LIST" | xargs "$DIFFNET" predict --weights "$WEIGHTS" --stride "$
     ${THRESHOLD:+--threshold "$THRESHOLD"} --json -q \
     > "$OUT/predictions.jsonl"
 PER_PAGE=${PER_PAGE:-6} python3 - "$OUT" <<'PY'
-import json, os, subprocess, sys
+import json, os, sys
+sys.path.insert(0, "scripts")
+from jpeg_windows import R, aligned_origin, cut_window
 out = sys.argv[1]
-R, A = 256, 16                       # crop size, alignment
 PER_PAGE = int(os.environ["PER_PAGE"])  # most windows per page
 crops = 0
 for line in open(os.path.join(out, "predictions.jsonl")):
@@ -45,16 +46,12 @@ for line in open(os.path.join(out, "predictions.jsonl")):
         cx, cy = x + bw // 2, y + bh // 2
         if any(ox <= cx < ox + R and oy <= cy < oy + R for ox, oy in taken):
             continue
-        ox = min(max(0, (cx - R // 2) // A * A), (w - R) // A * A)
-        oy = min(max(0, (cy - R // 2) // A * A), (h - R) // A * A)
-        taken.append((ox, oy))
+        taken.append((aligned_origin(cx, w), aligned_origin(cy, h)))
         if len(taken) == PER_PAGE:
             break
     stem = os.path.splitext(os.path.basename(rec["file"]))[0]
     for k, (ox, oy) in enumerate(taken):
-        dst = os.path.join(out, "images", f"{stem}-{k}.jpg")
-        subprocess.run(["jpegtran", "-crop", f"{R}x{R}+{ox}+{oy}", "-copy", "none", "-outfile", dst, rec["file"]],
-                       check=True)
+        cut_window(rec["file"], ox, oy, os.path.join(out, "images", f"{stem}-{k}.jpg"))
         crops += 1
 print(f"mine-negatives: {crops} windows around false alarms in {out}/images")
 PY

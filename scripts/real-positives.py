@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Real positives: 256x256 windows around text typed onto a receipt scan before it was published
-(docs/eval.md, "Validation set"), cut losslessly like scripts/mine-negatives.sh (jpegtran -crop at
-16-aligned offsets: the window keeps the scan's own JPEG coefficients), each with its mask.
+(docs/eval.md, "Validation set"), cut losslessly as scripts/mine-negatives.sh cuts its windows
+(scripts/jpeg_windows.py: the window keeps the scan's own JPEG coefficients), each with its mask.
 
     scripts/real-positives.py RECEIPTS_DIR BOXES OUT_DIR [--exclude LIST]
 
@@ -17,13 +17,13 @@ holds at least a quarter of the mask. Needs numpy, PIL and jpegtran (Debian libj
 """
 import argparse
 import os
-import subprocess
 import sys
 
 import numpy as np
 from PIL import Image
 
-R, A = 256, 16  # window size, alignment (a whole number of 4:2:0 MCUs)
+from jpeg_windows import R, aligned_origin, cut_window
+
 SHIFTS_X = (-96, -48, 0, 48, 96)
 SHIFTS_Y = (-64, 0, 64)
 INK = 200         # luma below which a box pixel is the typed text's ink
@@ -59,7 +59,8 @@ def ink_mask(rgb, box):
 
 
 def windows(mask, box):
-    """16-aligned top-left corners of the RxR windows around the box that hold MIN_SHARE of the mask."""
+    """Top-left corners (jpeg_windows.aligned_origin) of the RxR windows around the box that hold MIN_SHARE of
+    the mask."""
     h, w = mask.shape
     l, t, r, b = box
     cx, cy = (l + r) // 2, (t + b) // 2
@@ -67,8 +68,7 @@ def windows(mask, box):
     out = []
     for dy in SHIFTS_Y:
         for dx in SHIFTS_X:
-            ox = min(max(0, (cx - R // 2 + dx) // A * A), (w - R) // A * A)
-            oy = min(max(0, (cy - R // 2 + dy) // A * A), (h - R) // A * A)
+            ox, oy = aligned_origin(cx + dx, w), aligned_origin(cy + dy, h)
             if (ox, oy) in out:
                 continue
             if mask[oy:oy + R, ox:ox + R].sum() >= MIN_SHARE * total:
@@ -105,8 +105,7 @@ def main():
         mask = ink_mask(rgb, box)
         for k, (ox, oy) in enumerate(windows(mask, box)):
             stem = f"{rid}-{k}"
-            subprocess.run(["jpegtran", "-crop", f"{R}x{R}+{ox}+{oy}", "-copy", "none", "-outfile",
-                            os.path.join(args.out, "images", stem + ".jpg"), src], check=True)
+            cut_window(src, ox, oy, os.path.join(args.out, "images", stem + ".jpg"))
             Image.fromarray((mask[oy:oy + R, ox:ox + R] * 255).astype(np.uint8)).save(
                 os.path.join(args.out, "masks", stem + ".png"))
             n += 1
