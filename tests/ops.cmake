@@ -1,5 +1,5 @@
 # Module `ops`: the zero-sum discrepancy operator (docs/ops.md).
-diffnet_test(ops SOURCES test_ops.cpp test_ops_checks.cpp test_ops_depthwise.cpp test_ops_grn.cpp test_ops_gelu.cpp test_ops_embedding.cpp test_ops_cpu_isa.cpp LIBS diffnet_ops)
+diffnet_test(ops SOURCES test_ops.cpp test_ops_checks.cpp test_ops_depthwise.cpp test_ops_conv_grad.cpp test_ops_grn.cpp test_ops_gelu.cpp test_ops_embedding.cpp test_ops_cpu_isa.cpp LIBS diffnet_ops)
 # The same tests with our kernels at the lower instruction-set levels (include/diffnet/cpu_isa.h; skipped on a
 # CPU without the level): each level's compiled copy against the float64 references.
 foreach(level base avx2)

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "diffnet/common.h"
+#include "diffnet/conv_grad.h"
 #include "diffnet/data.h"
 #include "diffnet/dct.h"
 #include "diffnet/dist.h"
@@ -443,7 +444,13 @@ TEST(Checkpoint, ResumeIsExactAndCorruptionIsRejected) {
   part.resume = true;
   part.export_fp16 = false;
   part.workers = 1;  // the loader thread count does not change the stream
+  // The checkpoint names the convolutions' weight gradient its run used; the resumed run takes it back
+  // whatever this process would use.
+  const std::string wgrad = read_checkpoint(part.out + "/checkpoints/last.safetensors").state.conv_weight_grad;
+  ASSERT_TRUE(wgrad == "ours" || wgrad == "aten") << wgrad;
+  diffnet::ops::set_conv_weight_grad(wgrad == "ours" ? "aten" : "ours");
   TrainSummary b2 = run_training(t, m, part);
+  EXPECT_EQ(diffnet::ops::conv_weight_grad(), wgrad);
   EXPECT_EQ(b2.start_step, 4);
   EXPECT_EQ(b2.end_step, 6);
   auto wa = weights_of(a.model_path), wb = weights_of(b2.model_path);
@@ -505,11 +512,18 @@ TEST(Checkpoint, ResumeIsExactAndCorruptionIsRejected) {
 }
 
 // Runs that are compared bit for bit across processes must not each measure their own Linear backend
-// (model.h): where the two paths are close in time, two processes can pick differently, and the paths
-// differ in the last bits. Pins it for the scope (as the python and install tests do in CMake).
+// (model.h) nor convolution weight gradient (conv_grad.h): where the two paths are close in time, two
+// processes can pick differently, and the paths differ in the last bits. Pins both for the scope (as the
+// python and install tests pin the Linear backend in CMake).
 struct PinLinearBackend {
-  PinLinearBackend() { setenv("DIFFNET_LINEAR", "blas", 1); }
-  ~PinLinearBackend() { unsetenv("DIFFNET_LINEAR"); }
+  PinLinearBackend() {
+    setenv("DIFFNET_LINEAR", "blas", 1);
+    setenv("DIFFNET_CONV_WGRAD", "ours", 1);
+  }
+  ~PinLinearBackend() {
+    unsetenv("DIFFNET_LINEAR");
+    unsetenv("DIFFNET_CONV_WGRAD");
+  }
 };
 
 TEST(Cli, ConfigFileFlagsAndErrors) {
@@ -865,6 +879,7 @@ TEST(Dist, TwoProcessesTrainLikeOneWithTwiceTheBatch) {
   EXPECT_NE(bad.err.find("rank 1: its model or training flags differ from rank 0's"), std::string::npos) << bad.err;
   // Each checkpoint names the backend its run used, so a resume continues with it.
   EXPECT_EQ(read_checkpoint(dir + "/part/checkpoints/last.safetensors").state.linear_backend, "blas");
+  EXPECT_EQ(read_checkpoint(dir + "/part/checkpoints/last.safetensors").state.conv_weight_grad, "ours");
 }
 
 std::string text_of(const std::string& path) {

@@ -153,13 +153,14 @@ struct TrainState {
   int64_t data_position = 0;  // samples consumed by all ranks (= step * batch * accum * world)
   int64_t world = 1;          // processes of the run that wrote it (metadata world_size; older: 1)
   std::string linear_backend; // the blocks' Linear backend the run uses on a CPU (model.h; "" unknown)
+  std::string conv_weight_grad; // the convolutions' weight gradient on a CPU (conv_grad.h; "" unknown)
   bool export_fp16 = false;   // the run was started with --export-fp16 (kept on --resume)
   nlohmann::json config;      // {"model": ModelConfig, "train": TrainConfig}
 };
 
 // Checkpoint file (safetensors): model.<name>, optim.<name>.{exp_avg,exp_avg_sq,step}, rng.cpu (the
 // default CPU generator: drop path), metadata {format: diffnet-checkpoint, step, data_position,
-// config, checksum, and world_size, linear_backend, export_fp16 when set}. Written atomically (temp file + rename).
+// config, checksum, and world_size, linear_backend, conv_weight_grad, export_fp16 when set}. Written atomically (temp file + rename).
 void save_checkpoint(const std::string& path, DiffNet& model, const AdamW& opt, const TrainState& state);
 // Reads and verifies a checkpoint (format, checksum, names, shapes); Error naming the file otherwise.
 struct CheckpointData {

@@ -4,11 +4,11 @@
 #include <ATen/Config.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdlib>
-#include <mutex>
 
+#include "common/measured_choice.h"
 #include "diffnet/common.h"
+#include "diffnet/conv_grad.h"
 #include "diffnet/depthwise.h"
 #include "diffnet/grn.h"
 #include "diffnet/model.h"
@@ -76,6 +76,9 @@ GrnImpl::GrnImpl(int64_t channels) {
 at::Tensor GrnImpl::forward_after_gelu(const at::Tensor& h) { return ops::gelu_grn(h, weight, bias); }
 
 at::Tensor pointwise_conv(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+  // Training: the same forward, and the weight gradient where a matrix product was measured faster.
+  if (at::GradMode::is_enabled() && (x.requires_grad() || weight.requires_grad()) && x.is_cpu())
+    return ops::conv2d_gemm_grad(x, weight, bias, 0);
 #if AT_MKLDNN_ENABLED()
   if (x.dim() == 4 && x.is_cpu() && !x.is_mkldnn() && x.scalar_type() == at::kFloat &&
       weight.scalar_type() == at::kFloat && at::globalContext().userEnabledMkldnn())
@@ -87,8 +90,6 @@ at::Tensor pointwise_conv(const at::Tensor& x, const at::Tensor& weight, const a
 namespace {
 
 enum class LinearPath { kUnset, kBlas, kOnednn };
-std::atomic<int> g_linear{static_cast<int>(LinearPath::kUnset)};
-std::once_flag g_linear_measured;
 
 at::Tensor linear_as_conv(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
   const at::Tensor y = pointwise_conv(x.permute({0, 3, 1, 2}), weight.view({weight.size(0), weight.size(1), 1, 1}), bias);
@@ -119,22 +120,9 @@ LinearPath parse_linear(const std::string& choice, const char* what) {
   throw Error(what, "'" + choice + "' is not one of auto, blas, onednn");
 }
 
-// $DIFFNET_LINEAR when it names a path, else the measurement.
-LinearPath decide_auto() {
-  const char* env = std::getenv("DIFFNET_LINEAR");
-  const LinearPath p = env && *env ? parse_linear(env, "DIFFNET_LINEAR") : LinearPath::kUnset;
-  return p == LinearPath::kUnset ? measure_linear() : p;
-}
+MeasuredChoice<LinearPath> g_linear("DIFFNET_LINEAR", parse_linear, measure_linear);
 
-LinearPath linear_path() {
-  const int v = g_linear.load();
-  if (v != static_cast<int>(LinearPath::kUnset)) return static_cast<LinearPath>(v);
-  std::call_once(g_linear_measured, [] {
-    int expected = static_cast<int>(LinearPath::kUnset);
-    g_linear.compare_exchange_strong(expected, static_cast<int>(decide_auto()));
-  });
-  return static_cast<LinearPath>(g_linear.load());
-}
+LinearPath linear_path() { return g_linear.get(); }
 
 }  // namespace
 
@@ -262,7 +250,7 @@ namespace diffnet {
 
 void set_linear_backend(const std::string& choice) {
   const model::LinearPath p = model::parse_linear(choice, "linear backend");
-  model::g_linear.store(static_cast<int>(p == model::LinearPath::kUnset ? model::decide_auto() : p));
+  model::g_linear.set(p);
 }
 
 std::string linear_backend() { return model::linear_path() == model::LinearPath::kOnednn ? "onednn" : "blas"; }

@@ -10,6 +10,7 @@
 #include <map>
 
 #include "diffnet/common.h"
+#include "diffnet/conv_grad.h"
 #include "diffnet/device.h"
 #include "diffnet/model.h"
 #include "diffnet/train.h"
@@ -190,13 +191,15 @@ int run_model_bench(const ModelBenchOptions& opt) {
       j["matrix_gflop_per_s"] = matrix_rate;
     }
     if (device.is_cpu()) j["linear"] = linear_backend();
+    if (device.is_cpu() && opt.mode == "train") j["conv_weight_grad"] = ops::conv_weight_grad();
     std::printf("%s\n", j.dump().c_str());
   } else {
-    std::printf("%s %s %lldx%lld batch %lld on %s (%s%s, disc %s, linear %s, %d threads): %.2f ms/it, %.3f it/s, %.2f img/s "
+    const std::string wgrad = device.is_cpu() && opt.mode == "train" ? ", conv wgrad " + ops::conv_weight_grad() : "";
+    std::printf("%s %s %lldx%lld batch %lld on %s (%s%s, disc %s, linear %s%s, %d threads): %.2f ms/it, %.3f it/s, %.2f img/s "
                 "[median of %d after %d warm-up; min %.2f max %.2f ms; %.1f GFLOP/it analytic%s, %.1f GFLOP/s",
                 opt.preset.c_str(), opt.mode.c_str(), static_cast<long long>(S), static_cast<long long>(S),
                 static_cast<long long>(B), dev_name.c_str(), precision.c_str(), opt.graph ? ", CUDA graph" : "",
-                cfg.disc_impl.c_str(), device.is_cpu() ? linear_backend().c_str() : "blas", threads, med * 1e3, 1.0 / med, B / med, opt.iters, opt.warmup,
+                cfg.disc_impl.c_str(), device.is_cpu() ? linear_backend().c_str() : "blas", wgrad.c_str(), threads, med * 1e3, 1.0 / med, B / med, opt.iters, opt.warmup,
                 times.front() * 1e3, times.back() * 1e3, gflop, opt.mode == "train" ? " (3x fwd)" : "", gflop / med);
     if (device.is_cuda()) std::printf("; peak %.0f MiB", static_cast<double>(peak) / (1 << 20));
     std::printf("]\n");

@@ -67,6 +67,7 @@ void save_checkpoint(const std::string& path, DiffNet& model, const AdamW& opt, 
   meta["data_position"] = std::to_string(state.data_position);
   meta["world_size"] = std::to_string(state.world);
   if (!state.linear_backend.empty()) meta["linear_backend"] = state.linear_backend;
+  if (!state.conv_weight_grad.empty()) meta["conv_weight_grad"] = state.conv_weight_grad;
   if (state.export_fp16) meta["export_fp16"] = "1";
   meta["config"] = state.config.dump();
   meta["checksum"] = checksum(tensors);
@@ -89,6 +90,7 @@ CheckpointData read_checkpoint(const std::string& path) {
     ck.state.data_position = std::stoll(meta("data_position"));
     if (auto w = st.metadata.find("world_size"); w != st.metadata.end()) ck.state.world = std::stoll(w->second);
     if (auto l = st.metadata.find("linear_backend"); l != st.metadata.end()) ck.state.linear_backend = l->second;
+    if (auto c = st.metadata.find("conv_weight_grad"); c != st.metadata.end()) ck.state.conv_weight_grad = c->second;
     ck.state.export_fp16 = st.metadata.count("export_fp16") > 0;
     ck.state.config = nlohmann::json::parse(meta("config"));
   } catch (const Error&) {

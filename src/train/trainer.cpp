@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "diffnet/common.h"
+#include "diffnet/conv_grad.h"
 #include "diffnet/device.h"
 #include "diffnet/rng.h"
 #include "diffnet/safetensors.h"
@@ -205,13 +206,23 @@ TrainSummary run_training(const TrainConfig& cfg_in, const ModelConfig& mcfg_in,
                    static_cast<long long>(cfg.accum), static_cast<long long>(cfg.batch * cfg.accum * world));
   }
   if (device.is_cpu()) {
-    // The Linear layers' backend (model.h) changes the float results a little, and each process would
-    // measure its own: a resumed run takes its checkpoint's, and every rank takes rank 0's.
-    std::string lb;
-    if (lead) lb = opt.resume && !ck.state.linear_backend.empty() ? ck.state.linear_backend : linear_backend();
-    if (dist) lb = dist->share("linear_backend", lb);
+    // The Linear layers' backend (model.h) and the convolutions' weight gradient (conv_grad.h) change the
+    // float results a little, and each process would measure its own: a resumed run takes its checkpoint's,
+    // and every rank takes rank 0's.
+    std::string lb, cw;
+    if (lead) {
+      lb = opt.resume && !ck.state.linear_backend.empty() ? ck.state.linear_backend : linear_backend();
+      // A checkpoint written before the choice existed had LibTorch's.
+      cw = !opt.resume ? ops::conv_weight_grad() : ck.state.conv_weight_grad.empty() ? "aten" : ck.state.conv_weight_grad;
+    }
+    if (dist) {
+      lb = dist->share("linear_backend", lb);
+      cw = dist->share("conv_weight_grad", cw);
+    }
     set_linear_backend(lb);
+    ops::set_conv_weight_grad(cw);
     state.linear_backend = lb;
+    state.conv_weight_grad = cw;
   }
   const std::string log_path = opt.out + "/log.jsonl";
   std::ofstream log;

@@ -1,6 +1,6 @@
 // diffnet bench: model throughput (inference / training step) or, with --op, an operator benchmark (zero-sum:
-// the filter op; depthwise: the blocks' depthwise convolution with our CPU backward; grn: the MLP's GRN,
-// composite vs fused).
+// the filter op; depthwise: the blocks' depthwise convolution with our CPU backward; conv-grad: the
+// convolutions' weight gradient, oneDNN vs a matrix product; grn: the MLP's GRN, composite vs fused).
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -8,6 +8,7 @@
 
 #include "commands.h"
 #include "diffnet/common.h"
+#include "diffnet/conv_grad.h"
 #include "diffnet/depthwise.h"
 #include "diffnet/grn.h"
 #include "train/bench.h"
@@ -31,13 +32,18 @@ void run(BenchOptions& o) {
       exit_code() = ops::run_depthwise_bench(o.model.iters, o.model.json);
       return;
     }
+    if (o.op == "conv-grad") {
+      if (o.model.device != "cpu") throw Error("bench", "--op conv-grad: CPU only (the product replaces a CPU pass)");
+      exit_code() = ops::run_conv_grad_bench(o.model.iters, o.model.json);
+      return;
+    }
     if (o.op == "grn") {
       if (o.model.device != "cpu") throw Error("bench", "--op grn: CPU only (the fused GRN is a CPU kernel)");
       exit_code() = ops::run_grn_bench(o.model.iters, o.model.json);
       return;
     }
     if (o.op != "zero-sum")
-      throw Error("bench", "--op must be 'zero-sum', 'depthwise' or 'grn', got '" + o.op + "'");
+      throw Error("bench", "--op must be 'zero-sum', 'depthwise', 'conv-grad' or 'grn', got '" + o.op + "'");
 #ifdef DIFFNET_HAVE_ZERO_SUM_BENCH
     ops::ZeroSumBenchOptions zo;
     zo.json = o.model.json;
@@ -76,7 +82,7 @@ void add_bench_command(CLI::App& app) {
   sub->add_flag("--json", m.json, "One JSON object instead of a text line");
   sub->add_flag("--quiet", m.quiet, "No progress line");
   sub->add_option("--profile", m.profile, "Write a Chrome trace (LibTorch Kineto profiler: operators, GPU kernels) of three more iterations to FILE; scripts/trace-summary.py sums it");
-  sub->add_option("--op", o->op, "Benchmark an operator instead of the model: zero-sum | depthwise | grn");
+  sub->add_option("--op", o->op, "Benchmark an operator instead of the model: zero-sum | depthwise | conv-grad | grn");
   sub->add_option("--device", m.device, "cpu | cuda | cuda:N")->capture_default_str();
   sub->add_flag("--quick", o->quick, "With --op: small shapes only");
   sub->callback([o] { run(*o); });
