@@ -1,7 +1,8 @@
 // A stride-1 convolution (groups 1, dilation 1, K x K with zero padding P) whose CPU weight gradient is a
 // BLAS matrix product over the input's patches, where that was measured faster than LibTorch's (oneDNN's)
-// backward-weights pass: with AVX2, oneDNN's took 1.2-1.7x the product's time on most of the model's 1x1 and
-// 3x3 shapes (docs/ops.md, "The convolutions' weight gradient"). Forward and input gradient stay LibTorch's.
+// backward-weights pass: with AVX2, oneDNN's took 1.2-1.8x the product's time on most of the model's 1x1
+// shapes and 2.2-2.4x on its 3x3 (docs/ops.md, "The convolutions' weight gradient"). Forward and input
+// gradient stay LibTorch's.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -11,8 +12,8 @@
 namespace diffnet::ops {
 
 // y = at::conv2d(x, weight (N,C,K,K), bias (N) or undefined, stride 1, padding `padding`). When gradients
-// are recorded for a CPU float32 input with a float32 weight, groups 1 and K odd (K = 2 padding + 1 or
-// K = 1 with padding 0), it is an autograd function whose backward gives the weight and bias gradients by
+// are recorded for a CPU float32 input with a float32 weight, groups 1, K odd and padding (K - 1) / 2, it is
+// an autograd function whose backward gives the weight and bias gradients by
 // conv_weight_grad_gemm or LibTorch, whichever conv_weight_grad() says, and the input gradient by
 // LibTorch; anywhere else (inference, GPU, other dtypes or shapes) it is plain at::conv2d.
 at::Tensor conv2d_gemm_grad(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, int64_t padding);

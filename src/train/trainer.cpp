@@ -213,7 +213,9 @@ TrainSummary run_training(const TrainConfig& cfg_in, const ModelConfig& mcfg_in,
     if (lead) {
       lb = opt.resume && !ck.state.linear_backend.empty() ? ck.state.linear_backend : linear_backend();
       // A checkpoint written before the choice existed had LibTorch's.
-      cw = !opt.resume ? ops::conv_weight_grad() : ck.state.conv_weight_grad.empty() ? "aten" : ck.state.conv_weight_grad;
+      cw = !opt.resume                          ? ops::conv_weight_grad()
+           : ck.state.conv_weight_grad.empty() ? "aten"
+                                               : ck.state.conv_weight_grad;
     }
     if (dist) {
       lb = dist->share("linear_backend", lb);

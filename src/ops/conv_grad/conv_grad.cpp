@@ -32,7 +32,8 @@ Path parse_path(const std::string& choice, const char* what) {
 at::Tensor forward_conv(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, int64_t p) {
 #if AT_MKLDNN_ENABLED()
   // What at::conv2d picks for these CPU float32 tensors, without its dispatch checks (model::pointwise_conv).
-  if (at::globalContext().userEnabledMkldnn()) return at::mkldnn_convolution(x, weight, bias, {p, p}, {1, 1}, {1, 1}, 1);
+  if (at::globalContext().userEnabledMkldnn())
+    return at::mkldnn_convolution(x, weight, bias, {p, p}, {1, 1}, {1, 1}, 1);
 #endif
   return at::conv2d(x, weight, bias, {1, 1}, {p, p});
 }

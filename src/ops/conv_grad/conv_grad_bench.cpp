@@ -24,7 +24,8 @@ int run_conv_grad_bench(int iters, bool json) {
                         {"s3-fc1", 2, 160, 32, 640, 1},  {"s3-fc2", 2, 640, 32, 160, 1},
                         {"s4-fc1", 2, 320, 16, 1280, 1}, {"s4-fc2", 2, 1280, 16, 320, 1},
                         {"head-3x3", 2, 64, 128, 64, 3}};
-  if (!json) std::printf("%-9s %-22s %12s %12s %8s\n", "case", "shape (B,C,S,N,K)", "libtorch ms", "ours ms", "speedup");
+  if (!json)
+    std::printf("%-9s %-22s %12s %12s %8s\n", "case", "shape (B,C,S,N,K)", "libtorch ms", "ours ms", "speedup");
   for (const Case& c : cases) {
     torch::manual_seed(0);
     const at::Tensor x = at::randn({c.B, c.C, c.S, c.S}).contiguous(at::MemoryFormat::ChannelsLast);
@@ -44,7 +45,8 @@ int run_conv_grad_bench(int iters, bool json) {
     const std::string shape = std::to_string(c.B) + "," + std::to_string(c.C) + "," + std::to_string(c.S) + "," +
                               std::to_string(c.N) + "," + std::to_string(c.K);
     if (json)
-      std::printf("{\"case\":\"%s\",\"shape\":[%s],\"libtorch_ms\":%.4f,\"ours_ms\":%.4f,\"speedup\":%.3f,\"threads\":%d}\n",
+      std::printf("{\"case\":\"%s\",\"shape\":[%s],\"libtorch_ms\":%.4f,\"ours_ms\":%.4f,\"speedup\":%.3f,"
+                  "\"threads\":%d}\n",
                   c.name, shape.c_str(), a, o, a / o, at::get_num_threads());
     else
       std::printf("%-9s %-22s %12.3f %12.3f %7.2fx\n", c.name, shape.c_str(), a, o, a / o);
