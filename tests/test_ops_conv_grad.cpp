@@ -133,6 +133,9 @@ TEST(ConvGrad, InferenceAndFallbacksAreLibTorchs) {
   at::Tensor y = diffnet::ops::conv2d_gemm_grad(x, wg, b, 0);  // padding 0 with K = 3: LibTorch's
   EXPECT_EQ(y.size(2), 8);
   EXPECT_EQ(y.grad_fn()->name().find("ConvGemm"), std::string::npos) << y.grad_fn()->name();
+  EXPECT_FALSE(diffnet::ops::conv_gemm_grad_applies(x, wg, 0));
+  EXPECT_TRUE(diffnet::ops::conv_gemm_grad_applies(x, wg, 1));
+  EXPECT_FALSE(diffnet::ops::conv_gemm_grad_applies(x.to(at::kDouble), wg.to(at::kDouble), 1));
   at::Tensor y1 = diffnet::ops::conv2d_gemm_grad(x, wg, b, 1);
   EXPECT_NE(y1.grad_fn()->name().find("ConvGemm"), std::string::npos) << y1.grad_fn()->name();
 }

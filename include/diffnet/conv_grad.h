@@ -18,6 +18,9 @@ namespace diffnet::ops {
 // LibTorch; anywhere else (inference, GPU, other dtypes or shapes) it is plain at::conv2d.
 at::Tensor conv2d_gemm_grad(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, int64_t padding);
 
+// Whether conv2d_gemm_grad is its autograd function for these arguments right now (see above).
+bool conv_gemm_grad_applies(const at::Tensor& x, const at::Tensor& weight, int64_t padding);
+
 // The weight and bias gradients as one matrix product each, for the upstream gradient `grad` (B,N,H,W) and
 // the forward input `x` (B,C,H,W), both CPU float32, any layout (channels_last avoids a copy): dweight
 // (N,C,K,K) = sum over pixels of grad's N values times the K x K x C patch around the pixel (zeros outside

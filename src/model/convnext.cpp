@@ -77,8 +77,7 @@ at::Tensor GrnImpl::forward_after_gelu(const at::Tensor& h) { return ops::gelu_g
 
 at::Tensor pointwise_conv(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
   // Training: the same forward, and the weight gradient where a matrix product was measured faster.
-  if (at::GradMode::is_enabled() && (x.requires_grad() || weight.requires_grad()) && x.is_cpu())
-    return ops::conv2d_gemm_grad(x, weight, bias, 0);
+  if (ops::conv_gemm_grad_applies(x, weight, 0)) return ops::conv2d_gemm_grad(x, weight, bias, 0);
 #if AT_MKLDNN_ENABLED()
   if (x.dim() == 4 && x.is_cpu() && !x.is_mkldnn() && x.scalar_type() == at::kFloat &&
       weight.scalar_type() == at::kFloat && at::globalContext().userEnabledMkldnn())

@@ -144,7 +144,9 @@ struct ConvGemmGradNoBiasFunction : public torch::autograd::Function<ConvGemmGra
   }
 };
 
-bool applies(const at::Tensor& x, const at::Tensor& weight, int64_t padding) {
+}  // namespace
+
+bool conv_gemm_grad_applies(const at::Tensor& x, const at::Tensor& weight, int64_t padding) {
   if (!at::GradMode::is_enabled() || !(x.requires_grad() || weight.requires_grad())) return false;
   if (x.dim() != 4 || weight.dim() != 4 || !x.is_cpu() || x.scalar_type() != at::kFloat ||
       weight.scalar_type() != at::kFloat || weight.size(1) != x.size(1))
@@ -153,8 +155,6 @@ bool applies(const at::Tensor& x, const at::Tensor& weight, int64_t padding) {
   return weight.size(3) == K && K % 2 == 1 && padding == K / 2;
 }
 
-}  // namespace
-
 void set_conv_weight_grad(const std::string& choice) {
   g_path.set(parse_path(choice, "conv weight gradient"));
 }
@@ -162,7 +162,7 @@ void set_conv_weight_grad(const std::string& choice) {
 std::string conv_weight_grad() { return current_path() == Path::kOurs ? "ours" : "aten"; }
 
 at::Tensor conv2d_gemm_grad(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, int64_t padding) {
-  if (!applies(x, weight, padding)) return at::conv2d(x, weight, bias, {1, 1}, {padding, padding});
+  if (!conv_gemm_grad_applies(x, weight, padding)) return at::conv2d(x, weight, bias, {1, 1}, {padding, padding});
   RECORD_FUNCTION("diffnet::conv2d_gemm_grad", std::vector<c10::IValue>({x}));  // named in profiles
   return bias.defined() ? ConvGemmGradFunction::apply(x, weight, bias, padding)
                         : ConvGemmGradNoBiasFunction::apply(x, weight, padding);
