@@ -202,25 +202,37 @@ TEST(EvalRegions, OverlayDrawsNothingBelowTheFloor) {
     OverlayOptions opt;
     opt.floor = floor;
     at::Tensor o = render_overlay(rgb, prob, {}, opt);
+    // The legend sits on a strip below the page (one 34-row box plus 2 rows above and below at scale 1),
+    // so the page part is the whole page: nothing of the document is covered.
+    const int64_t strip = overlay_legend_strip(H, W);
+    ASSERT_EQ(strip, 38) << "a 400 x 300 page has room for the legend";
+    ASSERT_EQ(o.sizes(), (std::vector<int64_t>{H + strip, W, 3}));
     const Rect L = overlay_legend_rect(H, W);
-    ASSERT_GT(L.x1, L.x0) << "a 400 x 300 image has room for the legend";
-    at::Tensor outside = at::ones({H, W}, at::kBool);
-    outside.slice(0, L.y0, L.y1).slice(1, L.x0, L.x1).fill_(false);
-    at::Tensor below = (prob < float(floor)) & outside;
-    at::Tensor above = (prob >= float(floor)) & outside;
-    at::Tensor same = (o == rgb).all(2);
+    EXPECT_GE(L.y0, H);
+    EXPECT_LE(L.y1, H + strip);
+    EXPECT_GE(L.x0, 0);
+    EXPECT_LE(L.x1, W);
+    at::Tensor page = o.slice(0, 0, H);
+    at::Tensor same = (page == rgb).all(2);
     // Below the floor: every byte equals the input; at or above it: (almost) every pixel is coloured.
-    EXPECT_TRUE(same.masked_select(below).all().item<bool>()) << "floor " << floor;
-    EXPECT_LT(same.masked_select(above).to(at::kFloat).mean().item<double>(), 0.02) << "floor " << floor;
-    // The legend is drawn (white background with dark text) inside its rectangle.
+    EXPECT_TRUE(same.masked_select(prob < float(floor)).all().item<bool>()) << "floor " << floor;
+    EXPECT_LT(same.masked_select(prob >= float(floor)).to(at::kFloat).mean().item<double>(), 0.02) << "floor " << floor;
+    // The legend is drawn (white background with dark text) inside its rectangle; the strip's first row is
+    // the grey rule that separates it from the page.
     at::Tensor leg = o.slice(0, L.y0, L.y1).slice(1, L.x0, L.x1);
     EXPECT_GT((leg == 255).all(2).sum().item<int64_t>(), 100);
     EXPECT_GT((leg == 0).all(2).sum().item<int64_t>(), 20);
+    EXPECT_TRUE((o[H] == 160).all().item<bool>());
   }
   OverlayOptions bare;
   bare.legend = false;
   at::Tensor o = render_overlay(rgb, prob, {}, bare);
+  ASSERT_EQ(o.sizes(), rgb.sizes());
   EXPECT_TRUE((o == rgb).all(2).masked_select(prob < 0.5f).all().item<bool>());
+  // A page narrower than the legend gets none, and no strip.
+  at::Tensor narrow = rgb.slice(1, 0, 150).contiguous();
+  EXPECT_EQ(overlay_legend_strip(H, 150), 0);
+  EXPECT_EQ(render_overlay(narrow, prob.slice(1, 0, 150), {}, {}).sizes(), narrow.sizes());
 }
 
 TEST(EvalRegions, OverlayColoursAgainstAFloat64Loop) {

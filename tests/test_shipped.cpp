@@ -93,7 +93,7 @@ TEST(Shipped, PyTorchPortReproducesTheModel) {
   const Case cases[] = {{"payslip", "examples/02-payslip-tampered.jpg", 256, 256, 512, 480},
                         {"letter", "examples/05-letter-pristine.jpg", 0, 0, 256, 384},
                         {"invoice", "examples/08-invoice-pristine.jpg", 128, 64, 320, 256}};
-  for (const std::string weights : {kWeights, dir + "/lined.safetensors"}) {
+  for (const std::string& weights : {kWeights, dir + "/lined.safetensors"}) {
     LoadedModel lm = load_weights(weights);
     lm.model->eval();
     torch::NoGradGuard no_grad;
@@ -121,7 +121,9 @@ TEST(Shipped, PyTorchPortReproducesTheModel) {
       at::Tensor shipped_prob = at::softmax(run(*shipped.model).seg_logits, 1)[0][1];
       moved = std::max(moved, (out[n + ".prob"] - shipped_prob).abs().max().item<double>());
     }
-    if (weights != kWeights) EXPECT_GT(moved, 1e-3) << "the random line context should change the maps";
+    if (weights != kWeights) {
+      EXPECT_GT(moved, 1e-3) << "the random line context should change the maps";
+    }
     const std::string file = dir + "/cases.safetensors";
     save_safetensors(file, out);
     auto r = testutil::run_command(py + " '" + testutil::source_path("bench/pytorch/diffnet_torch.py") +

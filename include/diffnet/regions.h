@@ -40,22 +40,27 @@ nlohmann::json region_to_json(const Region& r);
 
 struct OverlayOptions {
   double floor = 0.5;   // nothing is drawn where p < floor: those pixels keep the input's colour
-  bool legend = true;   // colour ramp with its probability labels, bottom-right corner
+  bool legend = true;   // colour ramp with its probability labels, on a strip below the page
   bool labels = true;   // each region's peak probability above its box (below when taken; none if both are)
 };
 
 // Overlay a person can read: the document as it is wherever p < floor; from the floor up, a colour from
 // amber (p = floor) to red (p = 1) blended over it with an opacity growing from 0.35 to 0.8; a blue
 // rectangle just outside every region's box, labelled with the region's peak probability (labels never
-// overlap: a region whose places above and below its box are taken keeps its box only); a legend.
-// rgb: uint8 (H, W, 3); prob: float (H, W). Returns uint8 (H, W, 3).
+// overlap: a region whose places above and below its box are taken keeps its box only); a legend on a
+// strip added below the page, so that it never hides any of the document. rgb: uint8 (H, W, 3); prob: float
+// (H, W). Returns uint8 (H + overlay_legend_strip(H, W), W, 3) with the legend, (H, W, 3) without it.
 at::Tensor render_overlay(const at::Tensor& rgb, const at::Tensor& prob, const std::vector<Region>& regions,
                           const OverlayOptions& options = {});
 
-// The legend's rectangle [x0, x1) x [y0, y1) for an H x W image (empty when the image is too small).
+// The legend's rectangle [x0, x1) x [y0, y1) in the overlay of an H x W page: inside the strip below the page,
+// right-aligned (empty when the page is narrower than the legend).
 struct Rect {
   int64_t x0 = 0, y0 = 0, x1 = 0, y1 = 0;
 };
 Rect overlay_legend_rect(int64_t H, int64_t W);
+
+// Rows render_overlay adds below an H x W page for the legend (0 when it does not fit the page's width).
+int64_t overlay_legend_strip(int64_t H, int64_t W);
 
 }  // namespace diffnet

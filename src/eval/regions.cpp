@@ -113,8 +113,13 @@ std::array<float, 3> heat_colour(float t) { return {255.0f - 30.0f * t, 190.0f *
 Rect overlay_legend_rect(int64_t H, int64_t W) {
   const int s = overlay_text_scale(H, W);
   const int64_t w = (30 * font::kAdvance + 8) * s, h = 34 * s;
-  if (w + 4 > W || h + 4 > H || W < 160 || H < 120) return {};
-  return {W - w - 2 * s, H - h - 2 * s, W - 2 * s, H - 2 * s};
+  if (w + 4 * s > W) return {};
+  return {W - w - 2 * s, H + 2 * s, W - 2 * s, H + 2 * s + h};
+}
+
+int64_t overlay_legend_strip(int64_t H, int64_t W) {
+  const Rect L = overlay_legend_rect(H, W);
+  return L.x1 > L.x0 ? L.y1 + 2 * overlay_text_scale(H, W) - H : 0;
 }
 
 at::Tensor render_overlay(const at::Tensor& rgb, const at::Tensor& prob, const std::vector<Region>& regions,
@@ -125,7 +130,9 @@ at::Tensor render_overlay(const at::Tensor& rgb, const at::Tensor& prob, const s
   if (!(o.floor >= 0 && o.floor < 1)) throw Error("render_overlay", "floor must be in [0, 1)");
   const int64_t H = rgb.size(0), W = rgb.size(1);
   const float fl = float(o.floor);
-  at::Tensor out = rgb.to(at::kByte).contiguous().clone();
+  const int64_t strip = o.legend ? overlay_legend_strip(H, W) : 0;
+  at::Tensor out = at::full({H + strip, W, 3}, 255, at::kByte);
+  out.slice(0, 0, H).copy_(rgb);
   // The colour wash, a band of rows at a time (float copies of a whole page would be 28 bytes a pixel).
   constexpr int64_t kBand = 256;
   for (int64_t y0 = 0; y0 < H; y0 += kBand) {
@@ -178,31 +185,32 @@ at::Tensor render_overlay(const at::Tensor& rgb, const at::Tensor& prob, const s
       }
     }
   }
-  if (o.legend) {
+  if (strip > 0) {
+    // The strip below the page: white, a grey rule along the page's lower edge, the legend at the right.
     const Rect L = overlay_legend_rect(H, W);
-    if (L.x1 > L.x0) {
-      font::fill_rect(px, H, W, L.x0, L.y0, L.x1, L.y1, white);
-      const int64_t pad = 4 * s, lh = font::kGlyphH * s;
-      char title[48];
-      std::snprintf(title, sizeof title, "TAMPERING P, DRAWN FROM %.2f", o.floor);
-      font::draw_text(px, H, W, L.x0 + pad, L.y0 + pad, title, s, black);
-      // Colour ramp from the floor to 1 (the overlay's colour at opacity 0.8 over white paper, like the map).
-      const int64_t rx0 = L.x0 + pad, rx1 = L.x1 - pad, ry0 = L.y0 + pad + lh + 3 * s, ry1 = ry0 + 6 * s;
-      for (int64_t x = rx0; x < rx1; ++x) {
-        const float tt = float(x - rx0) / float(std::max<int64_t>(1, rx1 - rx0 - 1));
-        const std::array<float, 3> hc = heat_colour(tt);
-        const float a = 0.35f + 0.45f * tt;
-        std::array<uint8_t, 3> col;
-        for (int k = 0; k < 3; ++k) col[size_t(k)] = uint8_t(std::lround(255.0f * (1 - a) + hc[size_t(k)] * a));
-        font::fill_rect(px, H, W, x, ry0, x + 1, ry1, col);
-      }
-      char lo[16];
-      std::snprintf(lo, sizeof lo, "%.2f", o.floor);
-      font::draw_text(px, H, W, rx0, ry1 + 2 * s, lo, s, black);
-      font::draw_text(px, H, W, rx1 - font::text_width("1.00", s), ry1 + 2 * s, "1.00", s, black);
-      const std::string box = "BOX: PEAK P";
-      font::draw_text(px, H, W, (rx0 + rx1 - font::text_width(box, s)) / 2, ry1 + 2 * s, box, s, blue);
+    const int64_t Ht = H + strip;
+    const std::array<uint8_t, 3> grey{160, 160, 160};
+    font::fill_rect(px, Ht, W, 0, H, W, H + s, grey);
+    const int64_t pad = 4 * s, lh = font::kGlyphH * s;
+    char title[48];
+    std::snprintf(title, sizeof title, "TAMPERING P, DRAWN FROM %.2f", o.floor);
+    font::draw_text(px, Ht, W, L.x0 + pad, L.y0 + pad, title, s, black);
+    // Colour ramp from the floor to 1 (the overlay's colour at opacity 0.8 over white paper, like the map).
+    const int64_t rx0 = L.x0 + pad, rx1 = L.x1 - pad, ry0 = L.y0 + pad + lh + 3 * s, ry1 = ry0 + 6 * s;
+    for (int64_t x = rx0; x < rx1; ++x) {
+      const float tt = float(x - rx0) / float(std::max<int64_t>(1, rx1 - rx0 - 1));
+      const std::array<float, 3> hc = heat_colour(tt);
+      const float a = 0.35f + 0.45f * tt;
+      std::array<uint8_t, 3> col;
+      for (int k = 0; k < 3; ++k) col[size_t(k)] = uint8_t(std::lround(255.0f * (1 - a) + hc[size_t(k)] * a));
+      font::fill_rect(px, Ht, W, x, ry0, x + 1, ry1, col);
     }
+    char lo[16];
+    std::snprintf(lo, sizeof lo, "%.2f", o.floor);
+    font::draw_text(px, Ht, W, rx0, ry1 + 2 * s, lo, s, black);
+    font::draw_text(px, Ht, W, rx1 - font::text_width("1.00", s), ry1 + 2 * s, "1.00", s, black);
+    const std::string box = "BOX: PEAK P";
+    font::draw_text(px, Ht, W, (rx0 + rx1 - font::text_width(box, s)) / 2, ry1 + 2 * s, box, s, blue);
   }
   return out;
 }
