@@ -38,13 +38,14 @@ py::array_t<float> to_numpy(const at::Tensor& prob) {
 class PyPredictor {
  public:
   PyPredictor(const std::string& weights, double threshold, std::optional<double> page_threshold, double pdf_dpi,
-              int64_t max_pages, int64_t batch, const std::string& precision)
+              int64_t max_pages, int64_t batch, const std::string& precision, int64_t downscale)
       : opt_([&] {
           PredictOptions o;
           o.threshold = threshold;
           o.page_threshold = page_threshold.value_or(-1.0);
           o.batch = batch;
           o.precision = precision;
+          o.downscale = downscale;
           return o;
         }()),
         predictor_(load_weights(weights), opt_) {
@@ -118,11 +119,14 @@ PYBIND11_MODULE(diffnet, m) {
   m.doc() = "DiffNet document tampering localisation (the C++ implementation's Predictor)";
   py::register_exception<Error>(m, "Error", PyExc_RuntimeError);
   py::class_<PyPredictor>(m, "Predictor")
-      .def(py::init<const std::string&, double, std::optional<double>, double, int64_t, int64_t, const std::string&>(),
+      .def(py::init<const std::string&, double, std::optional<double>, double, int64_t, int64_t, const std::string&,
+                    int64_t>(),
            py::arg("weights") = "", py::arg("threshold") = 0.5, py::arg("page_threshold") = py::none(), py::arg("pdf_dpi") = 200.0, py::arg("max_pages") = 500, py::arg("batch") = 0,
-           py::arg("precision") = "f32",
+           py::arg("precision") = "f32", py::arg("downscale") = 1,
            "Loads weights (default: the shipped model, found as `diffnet predict` finds it); threshold: the regions' "
-           "pixel threshold; page_threshold: the decision's (None: the weights'); precision f32 | bf16 | auto.")
+           "pixel threshold; page_threshold: the decision's (None: the weights'); precision f32 | bf16 | auto; "
+           "downscale: the model runs on the page box-averaged by this factor (4 for a 600 dpi scan), the map "
+           "comes back at the page's size.")
       .def("predict", &PyPredictor::predict, py::arg("input"),
            "Record of an image file or uint8 (H, W, 3) RGB array, with 'prob' as a float32 (H, W) array; a "
            "PDF/TIFF gives {'file', 'page_count', 'pages': [records]}.")

@@ -579,6 +579,92 @@ TEST(EvalPredict, CoarseToFineRunsOverlapWindowsOnlyWhereTheCoarseMapReachesTheL
   }
 }
 
+// box_reduce against a float64 loop: the mean of the pixels of each f x f block (a block cut by the edge:
+// of those it holds), rounded half up; sizes ceil(H / f) x ceil(W / f).
+TEST(EvalPredict, BoxReduceAveragesBlocks) {
+  at::Generator gen = at::detail::createCPUGenerator(3);
+  const at::Tensor rgb = at::randint(0, 256, {11, 13, 3}, gen, at::TensorOptions().dtype(at::kByte));
+  auto a = rgb.accessor<uint8_t, 3>();
+  for (int64_t f : {1, 2, 3, 4, 13}) {
+    const at::Tensor r = box_reduce(rgb, f);
+    const int64_t h = (11 + f - 1) / f, w = (13 + f - 1) / f;
+    ASSERT_EQ(r.sizes(), (std::vector<int64_t>{h, w, 3})) << f;
+    auto ra = r.accessor<uint8_t, 3>();
+    for (int64_t y = 0; y < h; ++y)
+      for (int64_t x = 0; x < w; ++x)
+        for (int64_t c = 0; c < 3; ++c) {
+          double sum = 0;
+          int n = 0;
+          for (int64_t yy = y * f; yy < std::min<int64_t>(11, (y + 1) * f); ++yy)
+            for (int64_t xx = x * f; xx < std::min<int64_t>(13, (x + 1) * f); ++xx) sum += a[yy][xx][c], ++n;
+          EXPECT_EQ(int(ra[y][x][c]), int(std::floor(sum / n + 0.5))) << f << " " << y << " " << x << " " << c;
+        }
+  }
+  EXPECT_THROW(box_reduce(rgb, 0), Error);
+  EXPECT_THROW(box_reduce(rgb.select(2, 0), 2), Error);
+}
+
+// --downscale: the model runs on the reduced page exactly as on that page given as pixels; the map comes
+// back at the page's size (bilinear), the regions are found there and the record says the factor.
+TEST(EvalPredict, DownscaleRunsTheReducedPageAndMapsBack) {
+  const at::Tensor rgb = test_image(150, 190, 9);
+  PredictOptions opt;
+  opt.threshold = 0.3;
+  Prediction small = Predictor(load_weights(tiny_model().path), opt).predict_rgb(box_reduce(rgb, 3), {}, "small");
+  opt.downscale = 3;
+  Prediction p = Predictor(load_weights(tiny_model().path), opt).predict_rgb(rgb, {}, "page");
+  EXPECT_EQ(p.downscale, 3);
+  EXPECT_EQ(p.width, 190);
+  EXPECT_EQ(p.height, 150);
+  EXPECT_TRUE(p.rgb.equal(rgb));
+  EXPECT_EQ(p.dct_source, "pixels");
+  EXPECT_EQ(p.num_windows, small.num_windows);
+  EXPECT_EQ(p.image_score, small.image_score);
+  EXPECT_EQ(p.page_stats.q999, small.page_stats.q999);
+  ASSERT_EQ(p.prob.sizes(), (std::vector<int64_t>{150, 190}));
+  // Bilinear, half-pixel centres, written out: source coordinate (d + 0.5) * (50 / 150) - 0.5, clamped at 0.
+  const at::Tensor small_prob = small.prob.to(at::kDouble);
+  auto sp = small_prob.accessor<double, 2>();
+  auto pp = p.prob.accessor<float, 2>();
+  auto src = [](int64_t d, double scale, int64_t n, int64_t* i0, int64_t* i1, double* t) {
+    const double s = std::max(0.0, (double(d) + 0.5) * scale - 0.5);
+    *i0 = std::min<int64_t>(int64_t(s), n - 1);
+    *i1 = std::min<int64_t>(*i0 + 1, n - 1);
+    *t = s - double(*i0);
+  };
+  double worst = 0;
+  for (int64_t y = 0; y < 150; ++y)
+    for (int64_t x = 0; x < 190; ++x) {
+      int64_t y0, y1, x0, x1;
+      double ty, tx;
+      src(y, 50.0 / 150.0, 50, &y0, &y1, &ty);
+      src(x, 64.0 / 190.0, 64, &x0, &x1, &tx);
+      const double v = (1 - ty) * ((1 - tx) * sp[y0][x0] + tx * sp[y0][x1]) + ty * ((1 - tx) * sp[y1][x0] + tx * sp[y1][x1]);
+      worst = std::max(worst, std::abs(v - double(pp[y][x])));
+    }
+  EXPECT_LT(worst, 1e-5);
+  const std::vector<Region> want = find_regions(p.prob, 0.3, opt.min_region_area, opt.region_gap);
+  ASSERT_EQ(p.regions.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(p.regions[i].area, want[i].area) << i;
+  EXPECT_EQ(prediction_to_json(p)["downscale"], 3);
+  EXPECT_EQ(prediction_to_json(small)["downscale"], 1);
+  for (int64_t bad : {0, 9, -1}) {
+    PredictOptions b;
+    b.downscale = bad;
+    EXPECT_THROW(Predictor(load_weights(tiny_model().path), b), Error) << bad;
+  }
+}
+
+TEST(EvalPredict, HighResolutionWarning) {
+  EXPECT_EQ(high_resolution_warning(3499, 5000, 1), "");
+  EXPECT_EQ(high_resolution_warning(5000, 3499, 1), "");
+  const std::string w = high_resolution_warning(7016, 4961, 1);
+  EXPECT_NE(w.find("4961 x 7016"), std::string::npos) << w;
+  EXPECT_NE(w.find("--downscale 4"), std::string::npos) << w;
+  EXPECT_NE(high_resolution_warning(3500, 3500, 1), "");
+  EXPECT_EQ(high_resolution_warning(7016, 4961, 4), "") << "a reduced page gets none";
+}
+
 TEST(EvalPredict, BlankPageHasNoSeams) {
   // A white page: every window sees the same pixels. The model's output is not quite constant inside a
   // window (zero padding of the convolutions changes it near the window's edges), so max-merge shows a
@@ -788,6 +874,14 @@ TEST(EvalPredict, CliErrorsNameTheFlag) {
   r = testutil::run_cli("predict '" + in + "/a.png' --weights '" + tiny_model().path + "' --window 100 -q");
   EXPECT_NE(r.err.find("error: --window: window size 100 must be a positive multiple of 32"), std::string::npos)
       << r.err;
+  r = testutil::run_cli("predict '" + in + "/a.png' --weights '" + tiny_model().path + "' --downscale 9 -q");
+  EXPECT_NE(r.err.find("error: --downscale: must be in 1..8"), std::string::npos) << r.err;
+  // And the flag reaches the record: the page's own size, the factor.
+  r = testutil::run_cli("predict '" + in + "/a.png' --weights '" + tiny_model().path + "' --downscale 2 --json -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json rec = nlohmann::json::parse(r.out);
+  EXPECT_EQ(rec["downscale"], 2);
+  EXPECT_EQ(rec["width"], 40);
   r = testutil::run_cli("serve --weights '" + tiny_model().path + "' --request-timeout 0 --port 0");
   EXPECT_EQ(r.exit_code, 2);
 #ifdef DIFFNET_TEST_HAVE_SERVE

@@ -94,6 +94,15 @@ class PythonModule(unittest.TestCase):
         # A non-contiguous view (every other column) is taken too.
         self.assertEqual(self.p.predict(rgb[:, ::2])["width"], 210)
 
+    def test_downscale_equals_the_cli(self):
+        path = os.path.join(SRC, "examples", "02-payslip-tampered.jpg")
+        r = diffnet.Predictor(downscale=2).predict(path)
+        want = cli_records(path, "--downscale", "2")[0]
+        for key in ("width", "height", "downscale", "image_score", "regions", "page_stats", "dct_source"):
+            self.assertEqual(r[key], want[key], key)
+        self.assertEqual((r["downscale"], r["dct_source"]), (2, "pixels"))
+        self.assertEqual(r["prob"].shape, (want["height"], want["width"]))
+
     def test_pdf_pages_equal_their_jpegs(self):
         r = self.p.predict(os.path.join(SRC, "tests", "data", "io", "scan2.pdf"))
         self.assertEqual(r["page_count"], 2)

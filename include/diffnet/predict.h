@@ -186,7 +186,19 @@ struct PredictOptions {
   // Coarse-to-fine: a window runs only when the coarse map reaches `refine` where the window's own blend
   // weight (the product of its blend_profile()s) is at least this; 0: anywhere inside it.
   double refine_core = 0;
+  // 1..8: the page is box-averaged by this factor (box_reduce) before the windows run, its DCT then comes
+  // from pixels, and the map is resized back: map, regions and overlay keep the page's own size. For scans
+  // far finer than the 150-300 dpi the model is trained at (4 for 600 dpi; docs/eval.md "Scans at 600 dpi").
+  int64_t downscale = 1;
 };
+
+// Box average of an RGB uint8 (H, W, 3) image over f x f blocks: (ceil(H / f), ceil(W / f), 3); a block
+// cut by the right or bottom edge averages the pixels it holds; rounded half up.
+at::Tensor box_reduce(const at::Tensor& rgb, int64_t f);
+
+// The warning a page gets when its shorter side reaches 3,500 px (an A4 scan at about 425 dpi or more)
+// and it runs at full size (downscale 1); empty otherwise.
+std::string high_resolution_warning(int64_t height, int64_t width, int64_t downscale);
 
 struct PredictTimings {
   double decode_ms = 0, dct_ms = 0, model_ms = 0, total_ms = 0;
@@ -214,6 +226,7 @@ struct Prediction {
   int64_t cold_windows = 0;        // of num_windows, not run: the coarse map stayed below PredictOptions::refine
   double refine = 0;               // Predictor::refine()
   double refine_core = 0;          // Predictor::refine_core()
+  int64_t downscale = 1;           // PredictOptions::downscale (windows, DCT and page_stats are of the reduced page)
   std::string precision;           // "f32" | "bf16": what the model ran in
   std::string merge;               // "blend" | "max"
   std::vector<std::string> warnings;  // recoverable problems of the input file (e.g. stray JPEG bytes)
@@ -221,7 +234,7 @@ struct Prediction {
 };
 
 // The JSON record of one prediction: file, (for pages of PDF/TIFF files: page, page_source), width, height, image_score, score_kind, decision, page_threshold, threshold,
-// regions, page_stats, window_max, dct_source, jpeg_quality, window, stride, merge, precision, refine, refine_core, num_windows, skipped_windows, cold_windows, warnings,
+// regions, page_stats, window_max, dct_source, jpeg_quality, window, stride, merge, precision, refine, refine_core, downscale, num_windows, skipped_windows, cold_windows, warnings,
 // timings_ms {decode, dct, model, total}. A file name that is not UTF-8 is written with U+FFFD for each
 // bad byte, plus "file_hex": the name's exact bytes in hex.
 nlohmann::json prediction_to_json(const Prediction& p);
@@ -290,6 +303,7 @@ class Predictor {
   const LoadedModel& model() const;
 
  private:
+  Prediction predict_at_scale(const at::Tensor& rgb, const std::vector<uint8_t>& encoded, const std::string& name);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -198,6 +198,7 @@ Predictor::Predictor(LoadedModel model, PredictOptions options) : impl_(std::mak
   impl_->batch = o.batch > 0 ? o.batch : std::max<int64_t>(1, kAutoBatchPixels / (impl_->window * impl_->window));
   if (!(o.refine <= 1)) throw Error("refine", "must be at most 1 (0: every window runs; < 0: the pixel threshold)");
   if (!(o.refine_core >= 0 && o.refine_core <= 1)) throw Error("refine_core", "must be in [0, 1]");
+  if (o.downscale < 1 || o.downscale > 8) throw Error("downscale", "must be in 1..8");
   if (o.region_gap < 0) throw Error("region_gap", "must be >= 0");
   if (o.dct_source != "auto" && o.dct_source != "file" && o.dct_source != "pixels")
     throw Error("dct_source", "expected auto, file or pixels, got '" + o.dct_source + "'");
@@ -362,11 +363,53 @@ PageStats compute_page_stats(const at::Tensor& blocks, const at::Tensor& prob, c
 
 }  // namespace
 
+at::Tensor box_reduce(const at::Tensor& rgb, int64_t f) {
+  if (rgb.dim() != 3 || rgb.size(2) != 3 || rgb.scalar_type() != at::kByte)
+    throw Error("box_reduce", "expected an RGB uint8 (H, W, 3) image");
+  if (f < 1) throw Error("box_reduce", "factor must be >= 1");
+  if (f == 1) return rgb;
+  // avg_pool2d with ceil_mode: a block cut by the edge divides by the pixels it holds (no padding).
+  const at::Tensor x = rgb.permute({2, 0, 1}).unsqueeze(0).to(at::kFloat);
+  const at::Tensor y = at::avg_pool2d(x, {f, f}, {f, f}, {0, 0}, /*ceil_mode=*/true, /*count_include_pad=*/false);
+  return (y + 0.5f).floor().clamp(0, 255).to(at::kByte)[0].permute({1, 2, 0}).contiguous();
+}
+
+std::string high_resolution_warning(int64_t height, int64_t width, int64_t downscale) {
+  if (downscale != 1 || std::min(height, width) < 3500) return {};
+  return "page of " + std::to_string(width) + " x " + std::to_string(height) +
+         " px, as a scan at 400 dpi or more would be: the model is trained and validated on 150-300 dpi "
+         "scans and flags ordinary print at 600 dpi; --downscale 4 runs it at a quarter of the size "
+         "(docs/eval.md, \"Scans at 600 dpi\")";
+}
+
 Prediction Predictor::predict_rgb(const at::Tensor& rgb, const std::vector<uint8_t>& encoded, const std::string& name) {
   torch::NoGradGuard no_grad;
-  const double t0 = now_seconds();
   if (rgb.dim() != 3 || rgb.size(2) != 3 || rgb.scalar_type() != at::kByte)
     throw Error(name, "expected an RGB uint8 (H, W, 3) image");
+  const int64_t f = impl_->opt.downscale, H = rgb.size(0), W = rgb.size(1);
+  if (f == 1) {
+    Prediction p = predict_at_scale(rgb, encoded, name);
+    const std::string w = high_resolution_warning(H, W, f);
+    if (!w.empty()) p.warnings.push_back(w);
+    return p;
+  }
+  // The reduced page runs as decoded pixels (DCT from pixels); the map comes back at the page's size and
+  // the regions are found there.
+  const double t0 = now_seconds();
+  Prediction p = predict_at_scale(box_reduce(rgb, f), {}, name);
+  p.downscale = f;
+  p.width = W;
+  p.height = H;
+  p.rgb = rgb;
+  p.prob = at::upsample_bilinear2d(p.prob.unsqueeze(0).unsqueeze(0), {H, W}, /*align_corners=*/false)[0][0].contiguous();
+  p.regions = find_regions(p.prob, impl_->opt.threshold, impl_->opt.min_region_area, impl_->opt.region_gap);
+  p.timings.total_ms = (now_seconds() - t0) * 1e3;
+  return p;
+}
+
+Prediction Predictor::predict_at_scale(const at::Tensor& rgb, const std::vector<uint8_t>& encoded,
+                                       const std::string& name) {
+  const double t0 = now_seconds();
   const int64_t H = rgb.size(0), W = rgb.size(1);
   const int64_t R = impl_->window, S = impl_->stride;
   const int64_t Hp = padded_extent(H, R), Wp = padded_extent(W, R);
@@ -539,6 +582,7 @@ nlohmann::json prediction_to_json(const Prediction& p) {
   j["stride"] = p.stride;
   j["refine"] = p.refine;
   j["refine_core"] = p.refine_core;
+  j["downscale"] = p.downscale;
   j["merge"] = p.merge;
   j["precision"] = p.precision;
   j["num_windows"] = p.num_windows;

@@ -230,6 +230,7 @@ void add_calibrate_command(CLI::App& app) {
   sub->add_option("--batch", o->predict.batch, kBatchHelp)->capture_default_str();
   sub->add_option("--refine", o->predict.refine, kRefineHelp);
   sub->add_option("--refine-core", o->predict.refine_core, kRefineCoreHelp)->capture_default_str();
+  sub->add_option("--downscale", o->predict.downscale, kDownscaleHelp)->capture_default_str();
   sub->add_flag("--json", o->json, "Print one JSON object");
   sub->add_flag("-q,--quiet", o->quiet, "No progress or per-statistic lines");
   sub->callback([o] { run(*o); });

@@ -77,6 +77,7 @@ void add_eval_command(CLI::App& app) {
   sub->add_option("--batch", o->predict.batch, kBatchHelp)->capture_default_str();
   sub->add_option("--refine", o->predict.refine, kRefineHelp);
   sub->add_option("--refine-core", o->predict.refine_core, kRefineCoreHelp)->capture_default_str();
+  sub->add_option("--downscale", o->predict.downscale, kDownscaleHelp)->capture_default_str();
   sub->add_flag("!--all-windows", o->predict.skip_blank,
                 "Run the windows without content too (by default they are skipped when the page score is calibrated)");
   sub->add_option("--page-threshold", o->predict.page_threshold,

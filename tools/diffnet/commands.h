@@ -34,6 +34,11 @@ inline constexpr const char* kRefineCoreHelp =
     "Coarse-to-fine: a window runs only when the first pass reaches the level where the window's own blend "
     "weight is at least this (0: anywhere inside it)";
 
+// Help of --downscale, the same for predict, eval, serve and calibrate.
+inline constexpr const char* kDownscaleHelp =
+    "1..8: run the model on the page box-averaged by this factor (4 for a 600 dpi scan: the model is trained "
+    "at 150-300 dpi); map, regions and overlay keep the page's size";
+
 // Help of --batch, the same for predict, eval, serve and calibrate.
 inline constexpr const char* kBatchHelp =
     "Windows per forward pass (0: 8 x 256^2 / R^2 of them, i.e. 8 at R = 256, 2 at R = 512)";
