@@ -47,6 +47,7 @@ void run(const EvalCli& o) {
   j["stride"] = predictor.stride();
   j["refine"] = predictor.refine();
   j["refine_core"] = predictor.refine_core();
+  j["downscale"] = popt.downscale;
   j["window"] = predictor.window();
   j["calibrated"] = popt.score == "page" && predictor.model().calibration.has_value();
   if (o.json) std::printf("%s\n", j.dump().c_str());
