@@ -812,6 +812,7 @@ TEST(EvalPredict, CalibrateFitsStatsAndWritesMetadata) {
   EXPECT_NEAR(lm.calibration->apply(0.8), 1.0 / (1.0 + std::exp(-lo1)), 1e-6);
   EXPECT_EQ(lm.train_size, 64) << "other metadata is kept";
   EXPECT_EQ(j["calibration"]["fit"]["refine_core"], 0.0);
+  EXPECT_EQ(j["calibration"]["fit"]["downscale"], 1);
   // Statistics of one set computed with two coarse-to-fine core weights are refused, and the one weight
   // of a consistent set is recorded in the fit.
   for (double second : {0.25, 0.0}) {
@@ -831,6 +832,24 @@ TEST(EvalPredict, CalibrateFitsStatsAndWritesMetadata) {
     } else {
       EXPECT_EQ(c.exit_code, 2);
       EXPECT_NE(c.err.find("different windows/strides/refine levels"), std::string::npos) << c.err;
+    }
+  }
+  // So are statistics of pages run at two scales (--downscale); one scale is recorded in the fit.
+  for (int64_t second : {2, 1}) {
+    std::ofstream f(dir + "/scale.jsonl");
+    for (int i = 0; i < 4; ++i)
+      f << nlohmann::json{{"id", "s" + std::to_string(i)}, {"label", i % 2}, {"downscale", i == 3 ? second : 1},
+                          {"page_stats", {{"q99", 0.1}, {"q999", 0.1 + 0.2 * i}, {"cls_max", 0.5}, {"cls_mean", 0.5}}}}
+                  .dump()
+        << "\n";
+    f.close();
+    testutil::CliResult c = testutil::run_cli("calibrate --from-stats '" + dir + "/scale.jsonl' --weights '" +
+                                              tiny_model().path + "' --json -q");
+    if (second == 1) {
+      ASSERT_EQ(c.exit_code, 0) << c.err;
+    } else {
+      EXPECT_EQ(c.exit_code, 2);
+      EXPECT_NE(c.err.find("downscales"), std::string::npos) << c.err;
     }
   }
   // --data runs the model; labels come from the masks. A set with one class only is an error.
