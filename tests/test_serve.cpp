@@ -171,6 +171,9 @@ TEST(Serve, PredictHealthPageAndErrors) {
   // The page's legend (colour ramp from the threshold, boxes = peak p) and the calibrated/uncalibrated note.
   EXPECT_NE(page->body.find("id=\"legend\""), std::string::npos);
   EXPECT_NE(page->body.find("score_kind"), std::string::npos);
+  // A page the server warns is a very fine scan can be checked again at a quarter of the size.
+  EXPECT_NE(page->body.find("id=\"rescale\""), std::string::npos);
+  EXPECT_NE(page->body.find("'&downscale=' + job.downscale"), std::string::npos);
   EXPECT_EQ(body_json(health)["calibrated"], false);
 
   // Raw body: the record of `diffnet predict`, equal to an in-process prediction of the same bytes.
@@ -204,6 +207,31 @@ TEST(Serve, PredictHealthPageAndErrors) {
   OverlayOptions ov;
   ov.floor = 0.5;
   EXPECT_EQ(testutil::max_abs_diff(overlay, render_overlay(want.rgb, want.prob, want.regions, ov)), 0.0);
+
+  // ?downscale=2: this upload runs at half size, as a local predictor set to 2 runs it; the slot's own
+  // setting (1) is back for the next upload. A factor outside 1..8 is a 400.
+  r = cli.Post("/predict?downscale=2", reinterpret_cast<const char*>(png.data()), png.size(), "image/png");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  j = body_json(r);
+  PredictOptions half;
+  half.downscale = 2;
+  const Prediction want_half = Predictor(load_weights(testutil::tiny_model().path), half).predict_bytes(png, "upload");
+  EXPECT_EQ(j["downscale"], 2);
+  EXPECT_EQ(j["width"], 90);
+  EXPECT_NEAR(j["image_score"].get<double>(), want_half.image_score, 1e-9);
+  EXPECT_NE(want_half.image_score, want.image_score) << "the test needs the two scales to differ";
+  r = cli.Post("/predict", reinterpret_cast<const char*>(png.data()), png.size(), "image/png");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(body_json(r)["downscale"], 1);
+  EXPECT_NEAR(body_json(r)["image_score"].get<double>(), want.image_score, 1e-9);
+  for (const char* bad : {"9", "0", "x", "22"}) {
+    r = cli.Post(std::string("/predict?downscale=") + bad, reinterpret_cast<const char*>(png.data()), png.size(),
+                 "image/png");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400) << bad;
+    EXPECT_NE(body_json(r)["error"].get<std::string>().find("downscale"), std::string::npos) << r->body;
+  }
 
   // Multipart field "file" (a JPEG: DCT from the file).
   const std::vector<uint8_t> jpeg = encode_jpeg(testutil::test_page(64, 64, 22), 90);
@@ -275,6 +303,19 @@ TEST(Serve, PdfAndTiffUploadsGiveOneRecordPerPage) {
     EXPECT_EQ(testutil::max_abs_diff(prob, prob_to_u8(want.prob)), 0.0);
   }
   EXPECT_FALSE(j.contains("report_html"));
+  // ?downscale=2 reaches every page: each record is its JPEG predicted at half size.
+  r = cli.Post("/predict?downscale=2", items);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  PredictOptions half;
+  half.downscale = 2;
+  Predictor local_half(load_weights(testutil::tiny_model().path), half);
+  const nlohmann::json scaled = body_json(r);
+  for (int i = 0; i < 2; ++i) {
+    const nlohmann::json& pg = scaled["pages"][size_t(i)];
+    EXPECT_EQ(pg["downscale"], 2);
+    EXPECT_EQ(pg["image_score"].get<double>(), local_half.predict_file(testutil::data_path(jpegs[i])).image_score);
+  }
   // ?report=1: the HTML report `diffnet predict --report` writes for the same pages, byte for byte; its
   // temporary folder is gone afterwards.
   auto report_dirs = [] {

@@ -37,6 +37,33 @@ const pollUntil = async (probe, tries) => {
   }
 };
 
+// A plain RGB PNG of a white page with a few dark bars, written here (zlib and the PNG chunk layout).
+function writePng(file, w, h) {
+  const zlib = require('zlib');
+  const crcTable = Array.from({ length: 256 }, (_, n) => {
+    let c = n;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    return c >>> 0;
+  });
+  const crc = (buf) => { let c = 0xffffffff; for (const b of buf) c = crcTable[(c ^ b) & 0xff] ^ (c >>> 8); return (c ^ 0xffffffff) >>> 0; };
+  const chunk = (type, data) => {
+    const len = Buffer.alloc(4); len.writeUInt32BE(data.length);
+    const body = Buffer.concat([Buffer.from(type), data]);
+    const c = Buffer.alloc(4); c.writeUInt32BE(crc(body));
+    return Buffer.concat([len, body, c]);
+  };
+  const raw = Buffer.alloc((3 * w + 1) * h, 255);
+  for (let y = 0; y < h; y++) {
+    raw[y * (3 * w + 1)] = 0;  // filter: none
+    if (y % 400 >= 200 && y % 400 < 240 && y < 2000)  // a few dark bars, like lines of large print
+      raw.fill(30, y * (3 * w + 1) + 1 + 3 * 600, y * (3 * w + 1) + 1 + 3 * 2400);
+  }
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(w, 0); ihdr.writeUInt32BE(h, 4); ihdr[8] = 8; ihdr[9] = 2;
+  fs.writeFileSync(file, Buffer.concat([Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]), chunk('IHDR', ihdr),
+                                        chunk('IDAT', zlib.deflateSync(raw)), chunk('IEND', Buffer.alloc(0))]));
+}
+
 // The server on a free port, with the shipped weights (the examples' regions are known to be found).
 function startServer() {
   return new Promise((resolve, reject) => {
@@ -242,6 +269,23 @@ class Browser {
     st = await page.upload(path.join(dataDir, 'io/text.pdf'));
     check(st.verdict.startsWith('text.pdf#1: ') && st.note.includes('Warning: born-digital page'),
           'a born-digital PDF page shows its warning: ' + st.note);
+
+    // A page as fine as a 600 dpi scan (shorter side >= 3,500 px): the server's warning, and a button that
+    // checks the same file again at a quarter of the size (?downscale=4).
+    const fine = path.join(os.tmpdir(), 'diffnet-web-fine-' + process.pid + '.png');
+    writePng(fine, 3600, 3600);
+    st = await page.upload(fine);  // the file stays until the second check has read it again
+    const rescale = () => page.eval("(() => { const b = document.getElementById('rescale'); return !b.hidden; })()");
+    check(st.note.includes('Warning: page of 3600 x 3600 px') && await rescale(),
+          'a 600 dpi-sized page shows the warning and the button: ' + st.note);
+    await page.eval("document.getElementById('rescale').click()");
+    const again = await pollUntil(async () => {
+      const t = await page.eval("document.getElementById('record').hidden ? '' : document.getElementById('record').textContent");
+      return t.includes('"downscale": 4') && t;
+    }, 600);
+    check(!!again && !(await rescale()) && !(await page.state()).note.includes('Warning: page of'),
+          'the button checks it again at a quarter of the size, without the warning: ' + (again || '').slice(0, 60));
+    fs.rmSync(fine, { force: true });
 
     srv.kill('SIGTERM');
     await new Promise(r => srv.on('exit', r));

@@ -288,6 +288,8 @@ class Predictor {
   Prediction predict_page(const DocumentPage& page);
 
   const PredictOptions& options() const;
+  // Changes options().downscale for the predictions that follow (1..8; the service sets it per request).
+  void set_downscale(int64_t f);
   int64_t window() const;
   int64_t stride() const;          // the stride in use (options().stride, or its default)
   int64_t batch() const;           // windows per forward pass (options().batch, or the automatic one)

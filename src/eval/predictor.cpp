@@ -198,7 +198,7 @@ Predictor::Predictor(LoadedModel model, PredictOptions options) : impl_(std::mak
   impl_->batch = o.batch > 0 ? o.batch : std::max<int64_t>(1, kAutoBatchPixels / (impl_->window * impl_->window));
   if (!(o.refine <= 1)) throw Error("refine", "must be at most 1 (0: every window runs; < 0: the pixel threshold)");
   if (!(o.refine_core >= 0 && o.refine_core <= 1)) throw Error("refine_core", "must be in [0, 1]");
-  if (o.downscale < 1 || o.downscale > 8) throw Error("downscale", "must be in 1..8");
+  set_downscale(o.downscale);
   if (o.region_gap < 0) throw Error("region_gap", "must be >= 0");
   if (o.dct_source != "auto" && o.dct_source != "file" && o.dct_source != "pixels")
     throw Error("dct_source", "expected auto, file or pixels, got '" + o.dct_source + "'");
@@ -224,6 +224,10 @@ Predictor::Predictor(Predictor&&) noexcept = default;
 Predictor& Predictor::operator=(Predictor&&) noexcept = default;
 
 const PredictOptions& Predictor::options() const { return impl_->opt; }
+void Predictor::set_downscale(int64_t f) {
+  if (f < 1 || f > 8) throw Error("downscale", "must be in 1..8");
+  impl_->opt.downscale = f;
+}
 int64_t Predictor::window() const { return impl_->window; }
 int64_t Predictor::stride() const { return impl_->stride; }
 int64_t Predictor::batch() const { return impl_->batch; }

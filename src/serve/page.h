@@ -52,6 +52,7 @@ its peak probability.</p>
 <div id="tabs"></div>
 <div id="verdict"></div>
 <div id="scorenote" class="note"></div>
+<button type="button" id="rescale" hidden>check again at a quarter of the size</button>
 <div id="legend" hidden><span>tampering p:</span><span id="lo">0.50</span><span id="ramp"></span><span>1.00</span>
   <span class="box"></span><span>region (label = peak p)</span></div>
 <div id="controls" hidden>
@@ -68,13 +69,13 @@ its peak probability.</p>
 <pre id="record" hidden></pre>
 <script>
 const $ = (id) => document.getElementById(id);
-const jobs = [];   // {file, li, status, body (server answer), pages, url (original image), error}
+const jobs = [];   // {file, li, status, body (server answer), pages, url (original image), error, downscale}
 let shown = null;  // the job on screen
 let running = false;
 
 // Clears every result on screen, so an error never sits above a stale overlay.
 function clearResult() {
-  $('tabs').innerHTML = ''; $('scorenote').textContent = ''; $('legend').hidden = true;
+  $('tabs').innerHTML = ''; $('scorenote').textContent = ''; $('legend').hidden = true; $('rescale').hidden = true;
   $('controls').hidden = true; $('view').hidden = true; $('mark').hidden = true;
   $('overlay').removeAttribute('src'); $('original').removeAttribute('src');
   $('regions').hidden = true; document.querySelector('#regions tbody').innerHTML = ''; $('record').hidden = true;
@@ -124,6 +125,11 @@ function showPage(job, rec) {
       ? 'Calibrated page probability; decision at threshold ' + rec.page_threshold.toFixed(3) + '.'
       : 'Uncalibrated score (these weights carry no calibration): rank pages by it, do not read it as a probability.';
   (rec.warnings || []).forEach(w => { $('scorenote').textContent += ' Warning: ' + w + '.'; });
+  // A scan far finer than the model's 150-300 dpi (the server's warning names --downscale 4): offer the
+  // same upload again at a quarter of the size (?downscale=4).
+  const fine = (rec.warnings || []).some(w => w.includes('--downscale 4'));
+  $('rescale').hidden = !(fine && !job.downscale);
+  $('rescale').onclick = () => { job.downscale = 4; job.status = 'waiting'; setStatus(job, 'waiting'); drain(); };
   $('lo').textContent = rec.threshold.toFixed(2);
   $('legend').hidden = false;
   $('controls').hidden = false;
@@ -219,7 +225,8 @@ async function check(job) {
   setStatus(job, 'checking', 'checking: uploading');
   let res, body;
   try {
-    res = await post('/predict?maps=1&report=1&name=' + encodeURIComponent(job.file.name), job.file, (f) => {
+    const scale = job.downscale ? '&downscale=' + job.downscale : '';
+    res = await post('/predict?maps=1&report=1' + scale + '&name=' + encodeURIComponent(job.file.name), job.file, (f) => {
       job.uploaded = Math.max(job.uploaded || 0, Math.round(100 * f));
       job.li.dataset.uploaded = job.uploaded;
       if (job.status === 'checking')

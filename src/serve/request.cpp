@@ -10,7 +10,8 @@ namespace diffnet::serve {
 
 PredictRequest parse_predict_request(bool multipart, std::vector<UploadPart> parts, std::string body,
                                      const std::string* name_param, const std::string* maps_param,
-                                     const std::string* report_param, int64_t max_pixels) {
+                                     const std::string* report_param, int64_t max_pixels,
+                                     const std::string* downscale_param) {
   PredictRequest r;
   auto fail = [&r](const std::string& message) {
     r.status = 400;
@@ -32,6 +33,11 @@ PredictRequest parse_predict_request(bool multipart, std::vector<UploadPart> par
   if (body.empty()) return fail("empty upload: send the image as the body or a multipart field 'file'");
   r.maps = maps_param && *maps_param != "0";
   r.report = report_param && *report_param != "0";
+  if (downscale_param) {
+    const std::string& d = *downscale_param;
+    if (d.size() != 1 || d[0] < '1' || d[0] > '8') return fail("downscale must be an integer from 1 to 8");
+    r.downscale = d[0] - '0';
+  }
   r.bytes.assign(body.begin(), body.end());
   if (sniff_document_format(r.bytes.data(), r.bytes.size()) != "image") {
     r.document = true;

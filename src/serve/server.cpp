@@ -42,6 +42,19 @@ void json_error(httplib::Response& res, int status, const std::string& message) 
   res.set_content(nlohmann::json{{"error", valid_utf8(message)}}.dump(), "application/json");
 }
 
+// One prediction by a slot's predictor at an upload's ?downscale (0: the server's own --downscale), which the
+// slot gets back afterwards.
+Prediction predict_scaled(Predictor& p, int64_t downscale, const std::function<Prediction(Predictor&)>& run) {
+  if (downscale == 0) return run(p);
+  struct Restore {
+    Predictor& p;
+    int64_t f;
+    ~Restore() { p.set_downscale(f); }
+  } restore{p, p.options().downscale};
+  p.set_downscale(downscale);
+  return run(p);
+}
+
 // "1.5" for 1.5, "120" for 120: seconds as a person writes them.
 std::string fmt_seconds(double s) {
   char buf[32];
@@ -141,14 +154,16 @@ struct Server::Impl {
     std::vector<serve::UploadPart> uploads;
     for (auto& p : parts) uploads.push_back({std::move(p.name), std::move(p.filename), std::move(p.content)});
     const bool has_name = req.has_param("name"), has_maps = req.has_param("maps"),
-               has_report = req.has_param("report");
+               has_report = req.has_param("report"), has_downscale = req.has_param("downscale");
     const std::string name_param = has_name ? req.get_param_value("name") : "";
     const std::string maps_param = has_maps ? req.get_param_value("maps") : "";
     const std::string report_param = has_report ? req.get_param_value("report") : "";
+    const std::string downscale_param = has_downscale ? req.get_param_value("downscale") : "";
     serve::PredictRequest pr =
         serve::parse_predict_request(req.is_multipart_form_data(), std::move(uploads), std::move(body),
                                      has_name ? &name_param : nullptr, has_maps ? &maps_param : nullptr,
-                                     has_report ? &report_param : nullptr, any().options().max_pixels);
+                                     has_report ? &report_param : nullptr, any().options().max_pixels,
+                                     has_downscale ? &downscale_param : nullptr);
     if (pr.status != 0) return json_error(res, pr.status, pr.error);
     if (pr.document) return predict_document(pr, res, deadline);
     try {
@@ -156,7 +171,11 @@ struct Server::Impl {
       nlohmann::json record;
       UploadReport report;
       const int status = run_page(pr.info.width * pr.info.height, deadline, res,
-                                  [&](Predictor& p) { return p.predict_bytes(pr.bytes, pr.name); }, pr.maps, record,
+                                  [&](Predictor& p) {
+                                    return predict_scaled(p, pr.downscale,
+                                                          [&](Predictor& q) { return q.predict_bytes(pr.bytes, pr.name); });
+                                  },
+                                  pr.maps, record,
                                   /*with_image=*/false, pr.report ? &report : nullptr);
       if (status != 0) return;  // busy: answered
       mean_inference_s = 0.8 * mean_inference_s.load() + 0.2 * (now_seconds() - t0);
@@ -220,7 +239,10 @@ struct Server::Impl {
           pixels = info.width * info.height;
         }
         nlohmann::json record;
-        if (run_page(pixels, deadline, res, [&](Predictor& p) { return p.predict_page(page); }, pr.maps, record,
+        auto one = [&](Predictor& p) {
+          return predict_scaled(p, pr.downscale, [&](Predictor& q) { return q.predict_page(page); });
+        };
+        if (run_page(pixels, deadline, res, one, pr.maps, record,
                      /*with_image=*/true, pr.report ? &report : nullptr) != 0)
           return;
         mean_inference_s = 0.8 * mean_inference_s.load() + 0.2 * (now_seconds() - t0);
