@@ -813,44 +813,28 @@ TEST(EvalPredict, CalibrateFitsStatsAndWritesMetadata) {
   EXPECT_EQ(lm.train_size, 64) << "other metadata is kept";
   EXPECT_EQ(j["calibration"]["fit"]["refine_core"], 0.0);
   EXPECT_EQ(j["calibration"]["fit"]["downscale"], 1);
-  // Statistics of one set computed with two coarse-to-fine core weights are refused, and the one weight
-  // of a consistent set is recorded in the fit.
-  for (double second : {0.25, 0.0}) {
-    std::ofstream f(dir + "/core.jsonl");
+  // Statistics of one set computed with two coarse-to-fine core weights, or at two scales (--downscale), are
+  // refused; the one setting of a consistent set is recorded in the fit. calibrate_with(field, v, last): four
+  // records whose `field` is v, the last one's `last`.
+  auto calibrate_with = [&](const std::string& field, const nlohmann::json& v, const nlohmann::json& last) {
+    std::ofstream f(dir + "/mixed.jsonl");
     for (int i = 0; i < 4; ++i)
-      f << nlohmann::json{{"id", "c" + std::to_string(i)}, {"label", i % 2}, {"refine", 0.5},
-                          {"refine_core", i == 3 ? second : 0.25},
+      f << nlohmann::json{{"id", "c" + std::to_string(i)}, {"label", i % 2}, {"refine", 0.5}, {field, i == 3 ? last : v},
                           {"page_stats", {{"q99", 0.1}, {"q999", 0.1 + 0.2 * i}, {"cls_max", 0.5}, {"cls_mean", 0.5}}}}
                   .dump()
         << "\n";
     f.close();
-    testutil::CliResult c = testutil::run_cli("calibrate --from-stats '" + dir + "/core.jsonl' --weights '" +
-                                              tiny_model().path + "' --json -q");
-    if (second == 0.25) {
-      ASSERT_EQ(c.exit_code, 0) << c.err;
-      EXPECT_EQ(nlohmann::json::parse(c.out)["calibration"]["fit"]["refine_core"], 0.25);
-    } else {
-      EXPECT_EQ(c.exit_code, 2);
-      EXPECT_NE(c.err.find("different windows/strides/refine levels"), std::string::npos) << c.err;
-    }
-  }
-  // So are statistics of pages run at two scales (--downscale); one scale is recorded in the fit.
-  for (int64_t second : {2, 1}) {
-    std::ofstream f(dir + "/scale.jsonl");
-    for (int i = 0; i < 4; ++i)
-      f << nlohmann::json{{"id", "s" + std::to_string(i)}, {"label", i % 2}, {"downscale", i == 3 ? second : 1},
-                          {"page_stats", {{"q99", 0.1}, {"q999", 0.1 + 0.2 * i}, {"cls_max", 0.5}, {"cls_mean", 0.5}}}}
-                  .dump()
-        << "\n";
-    f.close();
-    testutil::CliResult c = testutil::run_cli("calibrate --from-stats '" + dir + "/scale.jsonl' --weights '" +
-                                              tiny_model().path + "' --json -q");
-    if (second == 1) {
-      ASSERT_EQ(c.exit_code, 0) << c.err;
-    } else {
-      EXPECT_EQ(c.exit_code, 2);
-      EXPECT_NE(c.err.find("downscales"), std::string::npos) << c.err;
-    }
+    return testutil::run_cli("calibrate --from-stats '" + dir + "/mixed.jsonl' --weights '" + tiny_model().path +
+                             "' --json -q");
+  };
+  for (const auto& [field, v, other] : std::vector<std::tuple<std::string, nlohmann::json, nlohmann::json>>{
+           {"refine_core", 0.25, 0.0}, {"downscale", 2, 1}}) {
+    testutil::CliResult same = calibrate_with(field, v, v);
+    ASSERT_EQ(same.exit_code, 0) << same.err;
+    EXPECT_EQ(nlohmann::json::parse(same.out)["calibration"]["fit"][field], v) << field;
+    testutil::CliResult mixed = calibrate_with(field, v, other);
+    EXPECT_EQ(mixed.exit_code, 2) << field;
+    EXPECT_NE(mixed.err.find("different windows/strides/refine levels/downscales"), std::string::npos) << mixed.err;
   }
   // --data runs the model; labels come from the masks. A set with one class only is an error.
   std::string ds = testutil::temp_dir("calibrate-ds");
