@@ -129,7 +129,7 @@ function showPage(job, rec) {
   // same upload again at a quarter of the size (?downscale=4).
   const fine = (rec.warnings || []).some(w => w.includes('--downscale 4'));
   $('rescale').hidden = !(fine && !job.downscale);
-  $('rescale').onclick = () => { job.downscale = 4; job.status = 'waiting'; setStatus(job, 'waiting'); drain(); };
+  $('rescale').onclick = () => { job.downscale = 4; setStatus(job, 'waiting'); drain(); };
   $('lo').textContent = rec.threshold.toFixed(2);
   $('legend').hidden = false;
   $('controls').hidden = false;
