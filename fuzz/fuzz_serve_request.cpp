@@ -23,6 +23,6 @@ DIFFNET_FUZZ_TARGET(serve_request) {
                                                             r.info.width * r.info.height > 4'000'000))))
     __builtin_trap();
   if (r.status != 0 && (r.status != 400 || r.error.empty())) __builtin_trap();
-  // An accepted ?downscale is 1..8; without the parameter it stays 0 (the server's own).
-  if (r.status == 0 && (r.downscale < 0 || r.downscale > 8 || ((flags & 16) != 0) != (r.downscale != 0))) __builtin_trap();
+  // An accepted ?downscale is auto (0) or 1..8; without the parameter it stays -1 (the server's own).
+  if (r.status == 0 && (r.downscale < -1 || r.downscale > 8 || ((flags & 16) != 0) != (r.downscale != -1))) __builtin_trap();
 }

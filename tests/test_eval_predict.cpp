@@ -647,12 +647,45 @@ TEST(EvalPredict, DownscaleRunsTheReducedPageAndMapsBack) {
   ASSERT_EQ(p.regions.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(p.regions[i].area, want[i].area) << i;
   EXPECT_EQ(prediction_to_json(p)["downscale"], 3);
+  EXPECT_EQ(prediction_to_json(p)["downscale_rule"], "fixed");
   EXPECT_EQ(prediction_to_json(small)["downscale"], 1);
-  for (int64_t bad : {0, 9, -1}) {
+  EXPECT_EQ(prediction_to_json(small)["downscale_rule"], "auto") << "the default";
+  for (int64_t bad : {9, -1}) {
     PredictOptions b;
     b.downscale = bad;
     EXPECT_THROW(Predictor(load_weights(tiny_model().path), b), Error) << bad;
   }
+}
+
+// The automatic factor, by hand: full size below 3,500 px on the shorter side, 4 below 7,500, else 8.
+TEST(EvalPredict, AutoDownscaleRule) {
+  for (const auto& [h, w, f] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+           {1, 1, 1}, {3499, 100000, 1}, {100000, 3499, 1}, {3500, 3500, 4}, {7016, 4961, 4}, {7499, 9000, 4},
+           {9000, 7500, 8}, {14032, 9922, 8}})
+    EXPECT_EQ(auto_downscale(h, w), f) << h << " x " << w;
+  EXPECT_EQ(parse_downscale("auto"), kDownscaleAuto);
+  EXPECT_EQ(parse_downscale("3"), 3);
+  for (const std::string bad : {"", "0", "9", "10", "-1", " 4", "4 ", "AUTO"}) EXPECT_THROW(parse_downscale(bad), Error) << bad;
+  EXPECT_EQ(downscale_setting(kDownscaleAuto), "auto");
+  EXPECT_EQ(downscale_setting(5), "5");
+}
+
+// A page whose shorter side reaches 3,500 px runs under auto exactly as at --downscale 4, and says so
+// (without the warning, which is for such a page run at a fixed factor 1: served, tests/test_web_page.js).
+TEST(EvalPredict, AutoDownscaleRunsAFinePageAtAQuarter) {
+  const at::Tensor rgb = test_image(3500, 3520, 4);
+  PredictOptions fixed4;
+  fixed4.downscale = 4;
+  const Prediction want = Predictor(load_weights(tiny_model().path), fixed4).predict_rgb(rgb, {}, "page");
+  const Prediction p = Predictor(load_weights(tiny_model().path), PredictOptions{}).predict_rgb(rgb, {}, "page");
+  EXPECT_EQ(p.downscale, 4);
+  EXPECT_TRUE(p.downscale_auto);
+  EXPECT_FALSE(want.downscale_auto);
+  EXPECT_EQ(p.image_score, want.image_score);
+  EXPECT_TRUE(p.prob.equal(want.prob));
+  EXPECT_TRUE(p.warnings.empty());
+  EXPECT_EQ(p.width, 3520);
+  EXPECT_EQ(prediction_to_json(p)["downscale_rule"], "auto");
 }
 
 TEST(EvalPredict, HighResolutionWarning) {
@@ -812,28 +845,40 @@ TEST(EvalPredict, CalibrateFitsStatsAndWritesMetadata) {
   EXPECT_NEAR(lm.calibration->apply(0.8), 1.0 / (1.0 + std::exp(-lo1)), 1e-6);
   EXPECT_EQ(lm.train_size, 64) << "other metadata is kept";
   EXPECT_EQ(j["calibration"]["fit"]["refine_core"], 0.0);
-  EXPECT_EQ(j["calibration"]["fit"]["downscale"], 1);
-  // Statistics of one set computed with two coarse-to-fine core weights, or at two scales (--downscale), are
-  // refused; the one setting of a consistent set is recorded in the fit. calibrate_with(field, v, last): four
-  // records whose `field` is v, the last one's `last`.
-  auto calibrate_with = [&](const std::string& field, const nlohmann::json& v, const nlohmann::json& last) {
+  EXPECT_EQ(j["calibration"]["fit"]["downscale"], "1") << "records without a downscale: full size";
+  // Statistics of one set computed with two coarse-to-fine core weights, or at two scale settings, are
+  // refused; the one setting of a consistent set is recorded in the fit. calibrate_with(fields): four
+  // records, record i with the fields fields[i].
+  auto calibrate_with = [&](const std::vector<nlohmann::json>& fields) {
     std::ofstream f(dir + "/mixed.jsonl");
-    for (int i = 0; i < 4; ++i)
-      f << nlohmann::json{{"id", "c" + std::to_string(i)}, {"label", i % 2}, {"refine", 0.5}, {field, i == 3 ? last : v},
-                          {"page_stats", {{"q99", 0.1}, {"q999", 0.1 + 0.2 * i}, {"cls_max", 0.5}, {"cls_mean", 0.5}}}}
-                  .dump()
-        << "\n";
+    for (int i = 0; i < 4; ++i) {
+      nlohmann::json rec{{"id", "c" + std::to_string(i)}, {"label", i % 2}, {"refine", 0.5},
+                         {"page_stats", {{"q99", 0.1}, {"q999", 0.1 + 0.2 * i}, {"cls_max", 0.5}, {"cls_mean", 0.5}}}};
+      rec.update(fields[i]);
+      f << rec.dump() << "\n";
+    }
     f.close();
     return testutil::run_cli("calibrate --from-stats '" + dir + "/mixed.jsonl' --weights '" + tiny_model().path +
                              "' --json -q");
   };
-  for (const auto& [field, v, other] : std::vector<std::tuple<std::string, nlohmann::json, nlohmann::json>>{
-           {"refine_core", 0.25, 0.0}, {"downscale", 2, 1}}) {
-    testutil::CliResult same = calibrate_with(field, v, v);
+  const nlohmann::json core{{"refine_core", 0.25}}, fixed2{{"downscale", 2}, {"downscale_rule", "fixed"}},
+      full{{"downscale", 1}}, auto1{{"downscale", 1}, {"downscale_rule", "auto"}},
+      auto4{{"downscale", 4}, {"downscale_rule", "auto"}};
+  // {records, fit key, the fit's setting}: consistent sets. The pages of an auto run have their own factors.
+  for (const auto& [recs, key, want] : std::vector<std::tuple<std::vector<nlohmann::json>, std::string, nlohmann::json>>{
+           {{core, core, core, core}, "refine_core", 0.25},
+           {{fixed2, fixed2, fixed2, fixed2}, "downscale", "2"},
+           {{auto1, auto4, auto1, auto4}, "downscale", "auto"}}) {
+    testutil::CliResult same = calibrate_with(recs);
     ASSERT_EQ(same.exit_code, 0) << same.err;
-    EXPECT_EQ(nlohmann::json::parse(same.out)["calibration"]["fit"][field], v) << field;
-    testutil::CliResult mixed = calibrate_with(field, v, other);
-    EXPECT_EQ(mixed.exit_code, 2) << field;
+    EXPECT_EQ(nlohmann::json::parse(same.out)["calibration"]["fit"][key], want) << key;
+  }
+  // Mixed sets: the last record's setting differs.
+  for (const std::vector<nlohmann::json>& recs : std::vector<std::vector<nlohmann::json>>{
+           {core, core, core, nlohmann::json::object()}, {fixed2, fixed2, fixed2, full}, {auto4, auto1, auto4, full},
+           {fixed2, fixed2, fixed2, auto1}}) {
+    testutil::CliResult mixed = calibrate_with(recs);
+    EXPECT_EQ(mixed.exit_code, 2) << recs.back().dump();
     EXPECT_NE(mixed.err.find("different windows/strides/refine levels/downscales"), std::string::npos) << mixed.err;
   }
   // --data runs the model; labels come from the masks. A set with one class only is an error.
@@ -877,14 +922,25 @@ TEST(EvalPredict, CliErrorsNameTheFlag) {
   r = testutil::run_cli("predict '" + in + "/a.png' --weights '" + tiny_model().path + "' --window 100 -q");
   EXPECT_NE(r.err.find("error: --window: window size 100 must be a positive multiple of 32"), std::string::npos)
       << r.err;
-  r = testutil::run_cli("predict '" + in + "/a.png' --weights '" + tiny_model().path + "' --downscale 9 -q");
-  EXPECT_NE(r.err.find("error: --downscale: must be in 1..8"), std::string::npos) << r.err;
+  for (const std::string bad : {"9", "0", "x", "4.0", "Auto"}) {
+    r = testutil::run_cli("predict '" + in + "/a.png' --weights '" + tiny_model().path + "' --downscale " + bad + " -q");
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_NE(r.err.find("error: --downscale: expected auto or an integer from 1 to 8, got '" + bad + "'"),
+              std::string::npos)
+        << r.err;
+  }
   // And the flag reaches the record: the page's own size, the factor.
   r = testutil::run_cli("predict '" + in + "/a.png' --weights '" + tiny_model().path + "' --downscale 2 --json -q");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json rec = nlohmann::json::parse(r.out);
   EXPECT_EQ(rec["downscale"], 2);
+  EXPECT_EQ(rec["downscale_rule"], "fixed");
   EXPECT_EQ(rec["width"], 40);
+  // By default (auto) a small page runs at full size, and says why.
+  r = testutil::run_cli("predict '" + in + "/a.png' --weights '" + tiny_model().path + "' --json -q");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["downscale"], 1);
+  EXPECT_EQ(nlohmann::json::parse(r.out)["downscale_rule"], "auto");
   r = testutil::run_cli("serve --weights '" + tiny_model().path + "' --request-timeout 0 --port 0");
   EXPECT_EQ(r.exit_code, 2);
 #ifdef DIFFNET_TEST_HAVE_SERVE

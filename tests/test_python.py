@@ -100,8 +100,15 @@ class PythonModule(unittest.TestCase):
         want = cli_records(path, "--downscale", "2")[0]
         for key in ("width", "height", "downscale", "image_score", "regions", "page_stats", "dct_source"):
             self.assertEqual(r[key], want[key], key)
-        self.assertEqual((r["downscale"], r["dct_source"]), (2, "pixels"))
+        self.assertEqual((r["downscale"], r["downscale_rule"], r["dct_source"]), (2, "fixed", "pixels"))
         self.assertEqual(r["prob"].shape, (want["height"], want["width"]))
+        # "auto" is the default (this page is small: full size); 0, 9 and other strings are refused.
+        self.assertEqual(self.p.predict(path)["downscale_rule"], "auto")
+        self.assertEqual(diffnet.Predictor(downscale="auto").predict(path)["image_score"],
+                         self.p.predict(path)["image_score"])
+        for bad in (0, 9, "x", "0"):
+            with self.assertRaises(diffnet.Error):
+                diffnet.Predictor(downscale=bad)
 
     def test_pdf_pages_equal_their_jpegs(self):
         r = self.p.predict(os.path.join(SRC, "tests", "data", "io", "scan2.pdf"))

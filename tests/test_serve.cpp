@@ -209,7 +209,8 @@ TEST(Serve, PredictHealthPageAndErrors) {
   EXPECT_EQ(testutil::max_abs_diff(overlay, render_overlay(want.rgb, want.prob, want.regions, ov)), 0.0);
 
   // ?downscale=2: this upload runs at half size, as a local predictor set to 2 runs it; the slot's own
-  // setting (1) is back for the next upload. A factor outside 1..8 is a 400.
+  // setting (auto, the default: this small page at full size) is back for the next upload. ?downscale=auto is
+  // that setting asked for; anything but auto or a factor 1..8 is a 400.
   r = cli.Post("/predict?downscale=2", reinterpret_cast<const char*>(png.data()), png.size(), "image/png");
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
@@ -218,14 +219,21 @@ TEST(Serve, PredictHealthPageAndErrors) {
   half.downscale = 2;
   const Prediction want_half = Predictor(load_weights(testutil::tiny_model().path), half).predict_bytes(png, "upload");
   EXPECT_EQ(j["downscale"], 2);
+  EXPECT_EQ(j["downscale_rule"], "fixed");
   EXPECT_EQ(j["width"], 90);
   EXPECT_NEAR(j["image_score"].get<double>(), want_half.image_score, 1e-9);
   EXPECT_NE(want_half.image_score, want.image_score) << "the test needs the two scales to differ";
   r = cli.Post("/predict", reinterpret_cast<const char*>(png.data()), png.size(), "image/png");
   ASSERT_TRUE(r);
   EXPECT_EQ(body_json(r)["downscale"], 1);
+  EXPECT_EQ(body_json(r)["downscale_rule"], "auto");
   EXPECT_NEAR(body_json(r)["image_score"].get<double>(), want.image_score, 1e-9);
-  for (const char* bad : {"9", "0", "x", "22"}) {
+  r = cli.Post("/predict?downscale=auto", reinterpret_cast<const char*>(png.data()), png.size(), "image/png");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(body_json(r)["downscale_rule"], "auto");
+  EXPECT_NEAR(body_json(r)["image_score"].get<double>(), want.image_score, 1e-9);
+  for (const char* bad : {"9", "0", "x", "22", "AUTO", ""}) {
     r = cli.Post(std::string("/predict?downscale=") + bad, reinterpret_cast<const char*>(png.data()), png.size(),
                  "image/png");
     ASSERT_TRUE(r);

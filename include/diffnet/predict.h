@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "diffnet/common.h"
 #include "diffnet/document.h"
 #include "diffnet/regions.h"
 
@@ -155,6 +156,9 @@ inline constexpr const char* kBornDigitalWarning =
     "trained and validated on scans, and on never-printed pages its decision is unreliable (it flags about "
     "half of the untouched ones; README, \"What it still misses\")";
 
+// PredictOptions::downscale: each page's factor chosen from its size (auto_downscale).
+inline constexpr int64_t kDownscaleAuto = 0;
+
 struct PredictOptions {
   int64_t window = 0;              // R; 0: the weights' "train_size" metadata, else 512
   int64_t stride = 0;              // 0: default_stride(window, merge)
@@ -189,15 +193,32 @@ struct PredictOptions {
   // 1..8: the page is box-averaged by this factor (box_reduce) before the windows run, its DCT then comes
   // from pixels, and the map is resized back: map, regions and overlay keep the page's own size. For scans
   // far finer than the 150-300 dpi the model is trained at (4 for 600 dpi; docs/eval.md "Scans at 600 dpi").
-  int64_t downscale = 1;
+  // kDownscaleAuto: auto_downscale() of each page's size.
+  int64_t downscale = kDownscaleAuto;
 };
+
+// The factor PredictOptions::downscale = kDownscaleAuto gives a page: 1 while its shorter side is below
+// 3,500 px (an A4 scan below about 425 dpi), 4 below 7,500 px (A4 at 600 dpi becomes 150 dpi), else 8.
+int64_t auto_downscale(int64_t height, int64_t width);
+
+// PredictOptions::downscale as the CLI and the records name it: "auto" or the factor ("1".."8").
+inline std::string downscale_setting(int64_t downscale) {
+  return downscale == kDownscaleAuto ? "auto" : std::to_string(downscale);
+}
+// The inverse: "auto" -> kDownscaleAuto, "1".."8" -> the factor; throws Error("downscale", ...) otherwise.
+// (Inline: the service's request checks, a module without the model, use it too.)
+inline int64_t parse_downscale(const std::string& text) {
+  if (text == "auto") return kDownscaleAuto;
+  if (text.size() == 1 && text[0] >= '1' && text[0] <= '8') return text[0] - '0';
+  throw Error("downscale", "expected auto or an integer from 1 to 8, got '" + text + "'");
+}
 
 // Box average of an RGB uint8 (H, W, 3) image over f x f blocks: (ceil(H / f), ceil(W / f), 3); a block
 // cut by the right or bottom edge averages the pixels it holds; rounded half up.
 at::Tensor box_reduce(const at::Tensor& rgb, int64_t f);
 
 // The warning a page gets when its shorter side reaches 3,500 px (an A4 scan at about 425 dpi or more)
-// and it runs at full size (downscale 1); empty otherwise.
+// and it runs at full size (downscale 1, asked for); empty otherwise.
 std::string high_resolution_warning(int64_t height, int64_t width, int64_t downscale);
 
 struct PredictTimings {
@@ -226,7 +247,8 @@ struct Prediction {
   int64_t cold_windows = 0;        // of num_windows, not run: the coarse map stayed below PredictOptions::refine
   double refine = 0;               // Predictor::refine()
   double refine_core = 0;          // Predictor::refine_core()
-  int64_t downscale = 1;           // PredictOptions::downscale (windows, DCT and page_stats are of the reduced page)
+  int64_t downscale = 1;           // the factor the page ran at (windows, DCT and page_stats are of the reduced page)
+  bool downscale_auto = false;     // the factor was auto_downscale()'s (PredictOptions::downscale = kDownscaleAuto)
   std::string precision;           // "f32" | "bf16": what the model ran in
   std::string merge;               // "blend" | "max"
   std::vector<std::string> warnings;  // recoverable problems of the input file (e.g. stray JPEG bytes)
@@ -234,7 +256,7 @@ struct Prediction {
 };
 
 // The JSON record of one prediction: file, (for pages of PDF/TIFF files: page, page_source), width, height, image_score, score_kind, decision, page_threshold, threshold,
-// regions, page_stats, window_max, dct_source, jpeg_quality, window, stride, merge, precision, refine, refine_core, downscale, num_windows, skipped_windows, cold_windows, warnings,
+// regions, page_stats, window_max, dct_source, jpeg_quality, window, stride, merge, precision, refine, refine_core, downscale, downscale_rule ("auto" | "fixed"), num_windows, skipped_windows, cold_windows, warnings,
 // timings_ms {decode, dct, model, total}. A file name that is not UTF-8 is written with U+FFFD for each
 // bad byte, plus "file_hex": the name's exact bytes in hex.
 nlohmann::json prediction_to_json(const Prediction& p);
@@ -288,7 +310,8 @@ class Predictor {
   Prediction predict_page(const DocumentPage& page);
 
   const PredictOptions& options() const;
-  // Changes options().downscale for the predictions that follow (1..8; the service sets it per request).
+  // Changes options().downscale for the predictions that follow (kDownscaleAuto or 1..8; the service sets it
+  // per request).
   void set_downscale(int64_t f);
   int64_t window() const;
   int64_t stride() const;          // the stride in use (options().stride, or its default)

@@ -225,7 +225,7 @@ Predictor& Predictor::operator=(Predictor&&) noexcept = default;
 
 const PredictOptions& Predictor::options() const { return impl_->opt; }
 void Predictor::set_downscale(int64_t f) {
-  if (f < 1 || f > 8) throw Error("downscale", "must be in 1..8");
+  if (f != kDownscaleAuto && (f < 1 || f > 8)) throw Error("downscale", "must be auto or an integer from 1 to 8");
   impl_->opt.downscale = f;
 }
 int64_t Predictor::window() const { return impl_->window; }
@@ -378,11 +378,17 @@ at::Tensor box_reduce(const at::Tensor& rgb, int64_t f) {
   return (y + 0.5f).floor().clamp(0, 255).to(at::kByte)[0].permute({1, 2, 0}).contiguous();
 }
 
+int64_t auto_downscale(int64_t height, int64_t width) {
+  const int64_t s = std::min(height, width);
+  return s < 3500 ? 1 : s < 7500 ? 4 : 8;
+}
+
 std::string high_resolution_warning(int64_t height, int64_t width, int64_t downscale) {
   if (downscale != 1 || std::min(height, width) < 3500) return {};
   return "page of " + std::to_string(width) + " x " + std::to_string(height) +
-         " px, as a scan at 400 dpi or more would be: the model is trained and validated on 150-300 dpi "
-         "scans and flags ordinary print at 600 dpi; --downscale 4 runs it at a quarter of the size "
+         " px, as a scan at 400 dpi or more would be, run at full size: the model is trained and validated on "
+         "150-300 dpi scans and flags ordinary print at 600 dpi; --downscale auto (the default) runs it at 1/" +
+         std::to_string(auto_downscale(height, width)) + " of the size, --downscale 4 at a quarter "
          "(docs/eval.md, \"Scans at 600 dpi\")";
 }
 
@@ -390,10 +396,13 @@ Prediction Predictor::predict_rgb(const at::Tensor& rgb, const std::vector<uint8
   torch::NoGradGuard no_grad;
   if (rgb.dim() != 3 || rgb.size(2) != 3 || rgb.scalar_type() != at::kByte)
     throw Error(name, "expected an RGB uint8 (H, W, 3) image");
-  const int64_t f = impl_->opt.downscale, H = rgb.size(0), W = rgb.size(1);
+  const int64_t H = rgb.size(0), W = rgb.size(1);
+  const bool automatic = impl_->opt.downscale == kDownscaleAuto;
+  const int64_t f = automatic ? auto_downscale(H, W) : impl_->opt.downscale;
   if (f == 1) {
     Prediction p = predict_at_scale(rgb, encoded, name);
-    const std::string w = high_resolution_warning(H, W, f);
+    p.downscale_auto = automatic;
+    const std::string w = high_resolution_warning(H, W, impl_->opt.downscale);
     if (!w.empty()) p.warnings.push_back(w);
     return p;
   }
@@ -402,6 +411,7 @@ Prediction Predictor::predict_rgb(const at::Tensor& rgb, const std::vector<uint8
   const double t0 = now_seconds();
   Prediction p = predict_at_scale(box_reduce(rgb, f), {}, name);
   p.downscale = f;
+  p.downscale_auto = automatic;
   p.width = W;
   p.height = H;
   p.rgb = rgb;
@@ -587,6 +597,7 @@ nlohmann::json prediction_to_json(const Prediction& p) {
   j["refine"] = p.refine;
   j["refine_core"] = p.refine_core;
   j["downscale"] = p.downscale;
+  j["downscale_rule"] = p.downscale_auto ? "auto" : "fixed";
   j["merge"] = p.merge;
   j["precision"] = p.precision;
   j["num_windows"] = p.num_windows;

@@ -124,6 +124,9 @@ function showPage(job, rec) {
   $('scorenote').textContent = rec.score_kind === 'calibrated'
       ? 'Calibrated page probability; decision at threshold ' + rec.page_threshold.toFixed(3) + '.'
       : 'Uncalibrated score (these weights carry no calibration): rank pages by it, do not read it as a probability.';
+  if (rec.downscale > 1)
+    $('scorenote').textContent += ' Analysed at 1/' + rec.downscale + ' of its size (' +
+        (rec.downscale_rule === 'auto' ? 'a scan finer than the model\'s 150-300 dpi' : 'as asked') + ').';
   (rec.warnings || []).forEach(w => { $('scorenote').textContent += ' Warning: ' + w + '.'; });
   // A scan far finer than the model's 150-300 dpi (the server's warning names --downscale 4): offer the
   // same upload again at a quarter of the size (?downscale=4).

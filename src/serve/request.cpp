@@ -5,6 +5,7 @@
 
 #include "diffnet/common.h"
 #include "diffnet/document.h"
+#include "diffnet/predict.h"
 
 namespace diffnet::serve {
 
@@ -34,9 +35,11 @@ PredictRequest parse_predict_request(bool multipart, std::vector<UploadPart> par
   r.maps = maps_param && *maps_param != "0";
   r.report = report_param && *report_param != "0";
   if (downscale_param) {
-    const std::string& d = *downscale_param;
-    if (d.size() != 1 || d[0] < '1' || d[0] > '8') return fail("downscale must be an integer from 1 to 8");
-    r.downscale = d[0] - '0';
+    try {
+      r.downscale = parse_downscale(*downscale_param);
+    } catch (const Error&) {
+      return fail("downscale must be auto or an integer from 1 to 8");
+    }
   }
   r.bytes.assign(body.begin(), body.end());
   if (sniff_document_format(r.bytes.data(), r.bytes.size()) != "image") {

@@ -22,14 +22,15 @@ struct PredictRequest {
   std::vector<uint8_t> bytes;   // the encoded image
   bool maps = false;            // ?maps= present and not "0"
   bool report = false;          // ?report= present and not "0"
-  int64_t downscale = 0;        // ?downscale= (1..8: PredictOptions::downscale for this upload); 0: the server's
+  int64_t downscale = -1;       // ?downscale= (auto: kDownscaleAuto, or 1..8: PredictOptions::downscale for this
+                                // upload); -1: not given, the server's own
   ImageInfo info;               // from the header: the admission cost (width x height); not for documents
   bool document = false;        // a PDF or TIFF (sniffed): its pages are read and admitted one by one
 };
 
 // Contract: pure (no I/O, no model, never throws diffnet::Error): picks the image (multipart: the field
-// "file", else the body), its name (valid UTF-8 without NUL), ?maps, ?report and ?downscale (an integer
-// 1..8), and reads the image header under max_pixels (a PDF or TIFF, by sniff_document_format, is only
+// "file", else the body), its name (valid UTF-8 without NUL), ?maps, ?report and ?downscale (auto or an
+// integer 1..8), and reads the image header under max_pixels (a PDF or TIFF, by sniff_document_format, is only
 // recognised: document = true). Failures are status 400 with the message the server returns as {"error": ...}.
 // name_param / maps_param / report_param / downscale_param: null when the query has no such parameter.
 PredictRequest parse_predict_request(bool multipart, std::vector<UploadPart> parts, std::string body,

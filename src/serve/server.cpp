@@ -42,10 +42,10 @@ void json_error(httplib::Response& res, int status, const std::string& message) 
   res.set_content(nlohmann::json{{"error", valid_utf8(message)}}.dump(), "application/json");
 }
 
-// One prediction by a slot's predictor at an upload's ?downscale (0: the server's own --downscale), which the
-// slot gets back afterwards.
+// One prediction by a slot's predictor at an upload's ?downscale (-1: the server's own --downscale), which
+// the slot gets back afterwards.
 Prediction predict_scaled(Predictor& p, int64_t downscale, const std::function<Prediction(Predictor&)>& run) {
-  if (downscale == 0) return run(p);
+  if (downscale < 0) return run(p);
   struct Restore {
     Predictor& p;
     int64_t f;

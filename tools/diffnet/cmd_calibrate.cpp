@@ -36,7 +36,7 @@ struct Item {
   int64_t window = 0, stride = 0;  // as recorded (0: unknown)
   double refine = 0;                // coarse-to-fine level (PredictOptions::refine) as recorded
   double refine_core = 0;           // and its core weight (PredictOptions::refine_core; 0 in older records)
-  int64_t downscale = 1;            // PredictOptions::downscale (1 in older records)
+  std::string downscale = "1";      // downscale_setting() of the run: "auto" or the factor ("1" in older records)
 };
 
 PageStats stats_from_json(const nlohmann::json& j) {
@@ -63,7 +63,10 @@ std::vector<Item> read_stats(const std::string& path) {
       // Our --stats-out records, or `diffnet eval --save-pred` records (which name the image by "file").
       items.push_back({j.value("id", j.value("file", std::to_string(line_no))), j.at("label").get<int>() ? 1 : 0,
                        stats_from_json(j.at("page_stats")), j.value("window", int64_t(0)), j.value("stride", int64_t(0)),
-                       j.value("refine", 0.0), j.value("refine_core", 0.0), j.value("downscale", int64_t(1))});
+                       j.value("refine", 0.0), j.value("refine_core", 0.0),
+                       j.value("downscale_rule", std::string("fixed")) == "auto"
+                           ? std::string("auto")
+                           : std::to_string(j.value("downscale", int64_t(1)))});
       if (j.value("merge", std::string("blend")) != "blend")
         throw Error(path + ":" + std::to_string(line_no), "statistics of a max-merged map: calibrate blended maps");
     } catch (const std::exception& e) {
@@ -87,10 +90,12 @@ std::vector<Item> run_model(const CalibrateCli& o, Predictor& predictor) {
   for (const DatasetItem& d : listed) {
     LoadedItem li = load_item(d);
     Prediction p = predictor.predict_rgb(li.rgb, li.image_bytes, li.id);
-    Item it{li.id, li.tampered() ? 1 : 0, p.page_stats, p.window, p.stride, p.refine, p.refine_core, p.downscale};
+    Item it{li.id, li.tampered() ? 1 : 0, p.page_stats, p.window, p.stride, p.refine, p.refine_core,
+            p.downscale_auto ? "auto" : std::to_string(p.downscale)};
     if (out) {
       *out << nlohmann::json{{"id", it.id}, {"label", it.label}, {"page_stats", page_stats_to_json(it.stats)},
-                             {"window", p.window}, {"stride", p.stride}, {"refine", p.refine}, {"refine_core", p.refine_core}, {"downscale", p.downscale}, {"merge", p.merge}}
+                             {"window", p.window}, {"stride", p.stride}, {"refine", p.refine}, {"refine_core", p.refine_core}, {"downscale", p.downscale},
+                             {"downscale_rule", p.downscale_auto ? "auto" : "fixed"}, {"merge", p.merge}}
                   .dump()
            << "\n";
       out->flush();
@@ -116,7 +121,7 @@ void run(const CalibrateCli& o) {
   // stats records when they name them, else this run's settings).
   int64_t window = predictor.window(), stride = predictor.stride();
   const double refine = items.front().refine, refine_core = items.front().refine_core;
-  const int64_t downscale = items.front().downscale;
+  const std::string downscale = items.front().downscale;
   if (items.front().window > 0) window = items.front().window, stride = items.front().stride;
   for (const Item& it : items)
     if ((it.window > 0 && (it.window != window || it.stride != stride)) || it.refine != refine ||
@@ -233,7 +238,7 @@ void add_calibrate_command(CLI::App& app) {
   sub->add_option("--batch", o->predict.batch, kBatchHelp)->capture_default_str();
   sub->add_option("--refine", o->predict.refine, kRefineHelp);
   sub->add_option("--refine-core", o->predict.refine_core, kRefineCoreHelp)->capture_default_str();
-  sub->add_option("--downscale", o->predict.downscale, kDownscaleHelp)->capture_default_str();
+  add_downscale_option(sub, o->predict.downscale);
   sub->add_flag("--json", o->json, "Print one JSON object");
   sub->add_flag("-q,--quiet", o->quiet, "No progress or per-statistic lines");
   sub->callback([o] { run(*o); });

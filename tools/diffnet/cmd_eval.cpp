@@ -47,7 +47,7 @@ void run(const EvalCli& o) {
   j["stride"] = predictor.stride();
   j["refine"] = predictor.refine();
   j["refine_core"] = predictor.refine_core();
-  j["downscale"] = popt.downscale;
+  j["downscale"] = downscale_setting(popt.downscale);
   j["window"] = predictor.window();
   j["calibrated"] = popt.score == "page" && predictor.model().calibration.has_value();
   if (o.json) std::printf("%s\n", j.dump().c_str());
@@ -78,7 +78,7 @@ void add_eval_command(CLI::App& app) {
   sub->add_option("--batch", o->predict.batch, kBatchHelp)->capture_default_str();
   sub->add_option("--refine", o->predict.refine, kRefineHelp);
   sub->add_option("--refine-core", o->predict.refine_core, kRefineCoreHelp)->capture_default_str();
-  sub->add_option("--downscale", o->predict.downscale, kDownscaleHelp)->capture_default_str();
+  add_downscale_option(sub, o->predict.downscale);
   sub->add_flag("!--all-windows", o->predict.skip_blank,
                 "Run the windows without content too (by default they are skipped when the page score is calibrated)");
   sub->add_option("--page-threshold", o->predict.page_threshold,

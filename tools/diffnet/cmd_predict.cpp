@@ -289,7 +289,7 @@ void add_predict_command(CLI::App& app) {
   sub->add_option("--batch", o->opt.batch, kBatchHelp)->capture_default_str();
   sub->add_option("--refine", o->opt.refine, kRefineHelp);
   sub->add_option("--refine-core", o->opt.refine_core, kRefineCoreHelp)->capture_default_str();
-  sub->add_option("--downscale", o->opt.downscale, kDownscaleHelp)->capture_default_str();
+  add_downscale_option(sub, o->opt.downscale);
   sub->add_flag("!--all-windows", o->opt.skip_blank,
                 "Run the windows without content too (by default they are skipped when the page score is calibrated)");
   sub->add_option("--dct-source", o->opt.dct_source,

@@ -99,7 +99,7 @@ void add_serve_command(CLI::App& app) {
   sub->add_option("--batch", o->predict.batch, kBatchHelp)->capture_default_str();
   sub->add_option("--refine", o->predict.refine, kRefineHelp);
   sub->add_option("--refine-core", o->predict.refine_core, kRefineCoreHelp)->capture_default_str();
-  sub->add_option("--downscale", o->predict.downscale, kDownscaleHelp)->capture_default_str();
+  add_downscale_option(sub, o->predict.downscale);
   sub->add_option("--precision", o->predict.precision, kPrecisionHelp)->capture_default_str();
   sub->add_option("--threshold", o->predict.threshold, "Pixel threshold: regions are p > this (and the overlay's floor)")
       ->capture_default_str();

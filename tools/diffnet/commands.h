@@ -3,6 +3,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "diffnet/predict.h"
+
 namespace diffnet::cli {
 
 // Each add_*_command(app) creates its sub-command on app (cmd_<name>.cpp), binds its options and sets its
@@ -34,10 +36,16 @@ inline constexpr const char* kRefineCoreHelp =
     "Coarse-to-fine: a window runs only when the first pass reaches the level where the window's own blend "
     "weight is at least this (0: anywhere inside it)";
 
-// Help of --downscale, the same for predict, eval, serve and calibrate.
-inline constexpr const char* kDownscaleHelp =
-    "1..8: run the model on the page box-averaged by this factor (4 for a 600 dpi scan: the model is trained "
-    "at 150-300 dpi); map, regions and overlay keep the page's size";
+// --downscale, the same for predict, eval, serve and calibrate: binds `target` (PredictOptions::downscale).
+inline CLI::Option* add_downscale_option(CLI::App* sub, int64_t& target) {
+  return sub
+      ->add_option_function<std::string>(
+          "--downscale", [&target](const std::string& v) { target = parse_downscale(v); },
+          "auto | 1..8: run the model on the page box-averaged by this factor, map, regions and overlay at the "
+          "page's size (the model is trained at 150-300 dpi); auto: 4 for a page whose shorter side reaches "
+          "3,500 px (A4 at 600 dpi), 8 from 7,500 px, else 1")
+      ->default_str("auto");
+}
 
 // Help of --batch, the same for predict, eval, serve and calibrate.
 inline constexpr const char* kBatchHelp =
