@@ -330,3 +330,25 @@ TEST(EvalReport, GivenOverlayIsUsed) {
   ASSERT_EQ(got.sizes(), solid.sizes());
   EXPECT_LE((got.to(at::kInt) - solid.to(at::kInt)).abs().max().item<int>(), 4);
 }
+
+// A page the model ran smaller says so in its section: by the automatic rule (a page whose shorter side
+// reaches 3,500 px) or as asked; a page at full size says nothing of it.
+TEST(EvalReport, SaysWhenAPageRanSmaller) {
+  const std::string dir = testutil::temp_dir("report-scale");
+  HtmlReport report(dir + "/report.html", ReportOptions{});
+  PredictOptions half;
+  half.downscale = 2;
+  const at::Tensor small = testutil::test_page(96, 80, 5);
+  report.add(Predictor(load_weights(testutil::tiny_model().path), half).predict_rgb(small, {}, "half.png"));
+  report.add(Predictor(load_weights(testutil::tiny_model().path), PredictOptions{}).predict_rgb(small, {}, "full.png"));
+  report.add(Predictor(load_weights(testutil::tiny_model().path), PredictOptions{})
+                 .predict_rgb(testutil::test_page(3500, 3504, 6), {}, "fine.png"));
+  report.finish();
+  const std::string html = text_of(dir + "/report.html");
+  const size_t a = html.find("half.png</h2>"), b = html.find("full.png</h2>"), c = html.find("fine.png</h2>");
+  ASSERT_TRUE(a != std::string::npos && b != std::string::npos && c != std::string::npos) << html.substr(0, 2000);
+  EXPECT_NE(html.substr(a, b - a).find("analysed at 1/2 of its size (as asked)"), std::string::npos);
+  EXPECT_EQ(html.substr(b, c - b).find("analysed at"), std::string::npos);
+  EXPECT_NE(html.substr(c).find("analysed at 1/4 of its size (a scan finer than the model's 150-300 dpi)"),
+            std::string::npos);
+}

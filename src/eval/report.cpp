@@ -154,7 +154,11 @@ void HtmlReport::add(const Prediction& p, const at::Tensor& full_overlay) {
   std::string s = "<section id=\"" + a + "\">\n" + m.title(p.file);
   s += "<p>verdict <span class=\"" + verdict + "\">" + verdict + "</span> &middot; score " + fmt("%.4f", p.image_score) +
        " (" + html_escape(p.score_kind) + ") &middot; " + std::to_string(p.regions.size()) + " region(s) &middot; " +
-       std::to_string(p.width) + " &times; " + std::to_string(p.height) + " px</p>\n";
+       std::to_string(p.width) + " &times; " + std::to_string(p.height) + " px" +
+       (p.downscale > 1 ? " &middot; analysed at 1/" + std::to_string(p.downscale) + " of its size (" +
+                              (p.downscale_auto ? "a scan finer than the model's 150-300 dpi" : "as asked") + ")"
+                        : std::string()) +
+       "</p>\n";
   for (const std::string& w : p.warnings) s += "<p class=\"error\">warning: " + html_escape(w) + "</p>\n";
   at::Tensor overlay = shrink_to(full_overlay.defined() ? full_overlay : render_overlay(p.rgb, p.prob, p.regions, m.opt.overlay),
                                  m.opt.overlay_max_side);
