@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Photo-like and bold-print copies of receipt scans. Photo-like copies measure the model on photographed
+"""Photo-like, bold-print and black-and-white copies of receipt scans. Photo-like copies measure the model on photographed
 documents (docs/eval.md, "Photographed pages"): each page is rescaled (0.7-1.0), lit unevenly (a linear
 ramp from 0.80-0.95 to 1 in a random direction), given a colour cast and sensor noise (sigma 2), and saved
 once as a camera JPEG (quality 85-95). The draws depend only on SEED and the receipt ID, so a receipt's
@@ -15,6 +15,12 @@ pages get one photo.
         where the result is ink, so the paper keeps its own scan noise) and darkened by 0-35 %, saved once
         as JPEG (quality 80-98). Geometry unchanged: boxes copied. Untouched pages of genuine content in
         bold type, the false alarms of the models up to stage 56 (docs/train.md, "Stage 57").
+    scripts/photo-like.py bilevel-sources RECEIPTS OUT SEED IDS_FILE...
+        the same receipts in black and white, as a scanner's 1-bit mode or a fax makes them: a pixel whose
+        luma (ITU-R 601, PIL's "L") is below 128 becomes black, every other one white; saved once as JPEG
+        (quality 90-100), as the collection's own bilevel scans are. Geometry unchanged: boxes copied. Edit
+        them afterwards to put text typed in an editor onto a bilevel page (receipts 153 and 154, docs/eval.md
+        "Black-and-white pages").
     scripts/photo-like.py dataset DATA OUT SEED
         photographs a make-val.sh half (images/ + masks/) after its edits, also turned by up to 2 degrees
         (masks moved alike): a photo of an edited print, whose digital traces the camera resamples away.
@@ -67,6 +73,12 @@ def bold(im, r):
     return Image.fromarray(np.clip(out + 0.5, 0, 255).astype(np.uint8)), 1.0
 
 
+def bilevel(im, r):
+    """The black-and-white copy of an RGB image (scale 1); r is unused (no draw but the JPEG quality)."""
+    lum = np.asarray(im.convert("L"))
+    return Image.fromarray(np.where(lum < 128, 0, 255).astype(np.uint8)).convert("RGB"), 1.0
+
+
 def sources(src, out, seed, id_files, look=photo, quality=(85, 95)):
     ids = {line.strip() for f in id_files for line in open(f) if line.strip()}
     os.makedirs(os.path.join(out, "images"), exist_ok=True)
@@ -117,6 +129,8 @@ def main(argv):
         sources(argv[1], argv[2], int(argv[3]), argv[4:])
     elif len(argv) >= 5 and argv[0] == "bold-sources":
         sources(argv[1], argv[2], int(argv[3]), argv[4:], look=bold, quality=(80, 98))
+    elif len(argv) >= 5 and argv[0] == "bilevel-sources":
+        sources(argv[1], argv[2], int(argv[3]), argv[4:], look=bilevel, quality=(90, 100))
     elif len(argv) == 4 and argv[0] == "dataset":
         dataset(argv[1], argv[2], int(argv[3]))
     else:

@@ -2,7 +2,8 @@
 """scripts/photo-like.py on hand-made receipts: only the listed IDs, boxes scaled as the image was (checked
 against the sizes read back), index.csv sizes, masks moved with their pages, one seeded draw per page name
 without its prefix, manifests reduced to each page's id and receipt; bold-print copies: strokes measured
-wider by 1-2 px on a hand-drawn page, the paper's own noise kept, geometry and boxes unchanged."""
+wider by 1-2 px on a hand-drawn page, the paper's own noise kept, geometry and boxes unchanged; black-and-white
+copies: a grey ramp cut at luma 128, boxes unchanged."""
 import csv
 import json
 import os
@@ -111,6 +112,32 @@ class PhotoLike(unittest.TestCase):
                 self.assertLess(np.abs(diff.mean()), 2.0)
                 self.assertGreater(b[:, far][5:115].std(), 2.5)
             self.assertEqual(widths, {3, 4}, "both spreads drawn over six receipts")
+
+    def test_bilevel_sources(self):
+        with tempfile.TemporaryDirectory() as d:
+            # Column x of a 256 x 40 page has the grey level x (R = G = B, so luma = x): columns below 128
+            # must come out black, the others white; saved losslessly (PNG bytes under the .jpg name).
+            a = np.tile(np.arange(256, dtype=np.uint8), (40, 1))
+            im = Image.fromarray(a).convert("RGB")
+            src, ids = receipts(d, {"001": im, "002": im}, fmt="PNG")
+            out = os.path.join(d, "out")
+            run("bilevel-sources", src, out, 5, ids)
+            for i in ("001", "002"):
+                got = Image.open(os.path.join(out, "images", i + ".jpg"))
+                self.assertEqual(got.format, "JPEG")
+                self.assertEqual(got.size, (256, 40))
+                self.assertEqual(open(os.path.join(out, "boxes", i + ".txt")).read(), BOX)
+                g = np.asarray(got.convert("L"), np.float32)[4:36]
+                # Away from the one edge (JPEG quality 90-100 rings a few pixels around it): 0 and 255.
+                self.assertLessEqual(g[:, :120].max(), 12)
+                self.assertGreaterEqual(g[:, 136:].min(), 243)
+                # The edge lies exactly between columns 127 and 128 (also a JPEG block boundary: no ringing).
+                m = g.mean(axis=0)
+                self.assertLess(m[127], 64)
+                self.assertGreater(m[128], 191)
+            with open(os.path.join(out, "index.csv")) as f:
+                self.assertEqual([(r["id"], r["width"], r["height"]) for r in csv.DictReader(f)],
+                                 [("001", "256", "40"), ("002", "256", "40")])
 
     def test_dataset(self):
         with tempfile.TemporaryDirectory() as d:
