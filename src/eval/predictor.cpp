@@ -384,7 +384,7 @@ int64_t auto_downscale(int64_t height, int64_t width) {
 }
 
 std::string high_resolution_warning(int64_t height, int64_t width, int64_t downscale) {
-  if (downscale != 1 || std::min(height, width) < 3500) return {};
+  if (downscale != 1 || auto_downscale(height, width) == 1) return {};
   return "page of " + std::to_string(width) + " x " + std::to_string(height) +
          " px, as a scan at 400 dpi or more would be, run at full size: the model is trained and validated on "
          "150-300 dpi scans and flags ordinary print at 600 dpi; --downscale auto (the default) runs it at 1/" +

@@ -64,9 +64,9 @@ std::vector<Item> read_stats(const std::string& path) {
       items.push_back({j.value("id", j.value("file", std::to_string(line_no))), j.at("label").get<int>() ? 1 : 0,
                        stats_from_json(j.at("page_stats")), j.value("window", int64_t(0)), j.value("stride", int64_t(0)),
                        j.value("refine", 0.0), j.value("refine_core", 0.0),
-                       j.value("downscale_rule", std::string("fixed")) == "auto"
-                           ? std::string("auto")
-                           : std::to_string(j.value("downscale", int64_t(1)))});
+                       downscale_setting(j.value("downscale_rule", std::string("fixed")) == "auto"
+                                             ? kDownscaleAuto
+                                             : j.value("downscale", int64_t(1)))});
       if (j.value("merge", std::string("blend")) != "blend")
         throw Error(path + ":" + std::to_string(line_no), "statistics of a max-merged map: calibrate blended maps");
     } catch (const std::exception& e) {
@@ -91,7 +91,7 @@ std::vector<Item> run_model(const CalibrateCli& o, Predictor& predictor) {
     LoadedItem li = load_item(d);
     Prediction p = predictor.predict_rgb(li.rgb, li.image_bytes, li.id);
     Item it{li.id, li.tampered() ? 1 : 0, p.page_stats, p.window, p.stride, p.refine, p.refine_core,
-            p.downscale_auto ? "auto" : std::to_string(p.downscale)};
+            downscale_setting(p.downscale_auto ? kDownscaleAuto : p.downscale)};
     if (out) {
       *out << nlohmann::json{{"id", it.id}, {"label", it.label}, {"page_stats", page_stats_to_json(it.stats)},
                              {"window", p.window}, {"stride", p.stride}, {"refine", p.refine}, {"refine_core", p.refine_core}, {"downscale", p.downscale},
