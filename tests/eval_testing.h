@@ -30,7 +30,8 @@ inline TinyModel& tiny_model() {
   return t;
 }
 
-// Light page (values 200..255) with dark horizontal strokes every 12 rows; seeded.
+// Light page (values 200..255) with dark horizontal strokes every 12 rows; seeded. Black and white by
+// black_and_white_warning's rule (no grey between the strokes and the paper).
 inline at::Tensor test_page(int64_t H, int64_t W, int seed) {
   at::Generator gen = at::detail::createCPUGenerator(uint64_t(seed));
   at::Tensor img = at::randint(200, 256, {H, W, 3}, gen, at::TensorOptions().dtype(at::kByte));

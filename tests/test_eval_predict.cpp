@@ -3,6 +3,7 @@
 // check plumbing, not accuracy).
 #include <torch/torch.h>
 
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -696,6 +697,44 @@ TEST(EvalPredict, HighResolutionWarning) {
   EXPECT_NE(w.find("--downscale 4"), std::string::npos) << w;
   EXPECT_NE(high_resolution_warning(3500, 3500, 1), "");
   EXPECT_EQ(high_resolution_warning(7016, 4961, 4), "") << "a reduced page gets none";
+}
+
+// The black-and-white rule by counting pixels by hand: a white 200 x 200 page (40,000 pixels) with 4,000
+// black ones is black and white; grey pixels (luma 128) keep it so while 500 x grey < dark pixels (7 of
+// 4,007: 3,500 < 4,007) and end it from there (9 of 4,009: 4,500); print in pure red has luma 76 (ITU-R
+// 601: 0.299 x 255), grey by the rule; 39 dark pixels of 40,000 (fewer than 1 in 1,000) are no print.
+TEST(EvalPredict, BlackAndWhiteWarning) {
+  auto page = [](int64_t black_rows, int64_t grey, std::array<uint8_t, 3> ink = {0, 0, 0}) {
+    at::Tensor rgb = at::full({200, 200, 3}, 255, at::kByte);
+    for (int c = 0; c < 3; ++c) rgb.slice(0, 10, 10 + black_rows).slice(1, 50, 150).select(2, c).fill_(ink[c]);
+    if (grey > 0) rgb.select(0, 190).slice(0, 0, grey).fill_(128);
+    return rgb;
+  };
+  const std::string w = black_and_white_warning(page(40, 0));
+  EXPECT_NE(w.find("black-and-white page"), std::string::npos) << w;
+  EXPECT_NE(black_and_white_warning(page(40, 7)), "");
+  EXPECT_EQ(black_and_white_warning(page(40, 9)), "");
+  EXPECT_EQ(black_and_white_warning(page(40, 0, {255, 0, 0})), "") << "red print is grey to the rule";
+  EXPECT_NE(black_and_white_warning(page(40, 0, {60, 0, 0})), "") << "luma 18: black";
+  EXPECT_EQ(black_and_white_warning(at::full({200, 200, 3}, 255, at::kByte)), "") << "blank page";
+  at::Tensor few = at::full({200, 200, 3}, 255, at::kByte);
+  few.select(0, 5).slice(0, 0, 39).fill_(0);
+  EXPECT_EQ(black_and_white_warning(few), "") << "39 dark pixels of 40,000";
+  few.select(0, 5).slice(0, 0, 40).fill_(0);
+  EXPECT_NE(black_and_white_warning(few), "") << "40 dark pixels of 40,000";
+  // In the record: a black-and-white page gets the warning; a page with grey in its print and a
+  // black-and-white page run at a quarter (box averaging makes grey) do not.
+  const Prediction p = make_predictor(2, 24).predict_rgb(page(40, 0), {}, "bw");
+  ASSERT_EQ(p.warnings.size(), 1u);
+  EXPECT_EQ(p.warnings[0], w);
+  EXPECT_EQ(prediction_to_json(p)["warnings"][0], w);
+  EXPECT_TRUE(make_predictor(2, 24).predict_rgb(page(40, 9), {}, "grey").warnings.empty());
+  PredictOptions quarter;
+  quarter.downscale = 4;
+  at::Tensor stripes = at::full({256, 256, 3}, 255, at::kByte);
+  for (int64_t r = 0; r < 256; r += 4) stripes.select(0, r).fill_(0);  // every 4th row black: grey at 1/4
+  EXPECT_NE(black_and_white_warning(stripes), "");
+  EXPECT_TRUE(Predictor(load_weights(tiny_model().path), quarter).predict_rgb(stripes, {}, "q").warnings.empty());
 }
 
 TEST(EvalPredict, BlankPageHasNoSeams) {

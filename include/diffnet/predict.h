@@ -221,6 +221,11 @@ at::Tensor box_reduce(const at::Tensor& rgb, int64_t f);
 // and it runs at full size (downscale 1, asked for); empty otherwise.
 std::string high_resolution_warning(int64_t height, int64_t width, int64_t downscale);
 
+// The warning a page gets when the model sees it in black and white: of its pixels darker than luma 192
+// (print), fewer than 1 in 500 lie from 64 to 191, and at least 1 in 1,000 of all its pixels are that dark
+// (a 1-bit scan, a fax, a copy thresholded to two levels); empty otherwise. Luma as rgb_to_luma (dct.h).
+std::string black_and_white_warning(const at::Tensor& rgb);
+
 struct PredictTimings {
   double decode_ms = 0, dct_ms = 0, model_ms = 0, total_ms = 0;
 };

@@ -392,6 +392,18 @@ std::string high_resolution_warning(int64_t height, int64_t width, int64_t downs
          "(docs/eval.md, \"Scans at 600 dpi\")";
 }
 
+std::string black_and_white_warning(const at::Tensor& rgb) {
+  const at::Tensor luma = rgb_to_luma(rgb);
+  const int64_t dark = luma.lt(192).sum().item<int64_t>();
+  if (dark == 0 || dark * 1000 < luma.numel()) return {};  // blank, or next to no print
+  const int64_t grey = (luma.ge(64) & luma.lt(192)).sum().item<int64_t>();
+  if (grey * 500 >= dark) return {};
+  return "black-and-white page (print and paper, almost no grey between): the model is trained and validated "
+         "on greyscale and colour scans, and flags black-and-white copies of them whether edited or not (40 of "
+         "50 untouched held-out receipts); a page score on such a page says little (docs/eval.md, "
+         "\"Black-and-white pages\")";
+}
+
 Prediction Predictor::predict_rgb(const at::Tensor& rgb, const std::vector<uint8_t>& encoded, const std::string& name) {
   torch::NoGradGuard no_grad;
   if (rgb.dim() != 3 || rgb.size(2) != 3 || rgb.scalar_type() != at::kByte)
@@ -439,6 +451,7 @@ Prediction Predictor::predict_at_scale(const at::Tensor& rgb, const std::vector<
   at::Tensor canvas = at::full({Hp, Wp, 3}, 255, at::kByte);
   canvas.slice(0, 0, H).slice(1, 0, W).copy_(rgb);
   DctInput d = make_dct(canvas, H, W, encoded, name, impl_->opt.dct_source, impl_->opt.max_pixels, &p.warnings);
+  if (std::string w = black_and_white_warning(rgb); !w.empty()) p.warnings.push_back(std::move(w));
   p.dct_source = d.source;
   if (!(d.source == "pixels" && d.qt.eq(1).all().item<bool>())) p.jpeg_quality = estimate_jpeg_quality(d.qt);
   const double t1 = now_seconds();
