@@ -73,7 +73,9 @@ void expect_overlay_ink(const Raster& img, const nlohmann::json& rec, bool solid
       exact_px += exact;
       darkest = std::min(darkest, (p[0] + p[1] + p[2]) / 3.0);
     }
-  if (solid) EXPECT_GT(exact_px, 0) << what;
+  if (solid) {
+    EXPECT_GT(exact_px, 0) << what;
+  }
   EXPECT_LE(darkest, (255 + (c[0] + c[1] + c[2]) / 3) / 2) << what;
 }
 
@@ -278,7 +280,7 @@ TEST(SynthOps, InsertOverlayIsSharpDarkTextOftenAtTheTop) {
     for (auto& w : page.words) hs.push_back(w.box.h());
     std::sort(hs.begin(), hs.end());
     double ratio = rec["font"]["size_px"].get<double>() / (1.3 * (hs[hs.size() / 2] - 2));
-    EXPECT_TRUE(ratio >= 0.9 - 1e-9 && ratio <= 2.2 + 1e-9 || rec["font"]["size_px"].get<double>() == 8.0) << what;
+    EXPECT_TRUE((ratio >= 0.9 - 1e-9 && ratio <= 2.2 + 1e-9) || rec["font"]["size_px"].get<double>() == 8.0) << what;
     in_top += tb.y1 <= page.img.h / 5;
   }
   ASSERT_GE(overlays, 30);
