@@ -394,9 +394,13 @@ std::string high_resolution_warning(int64_t height, int64_t width, int64_t downs
 
 std::string black_and_white_warning(const at::Tensor& rgb) {
   const at::Tensor luma = rgb_to_luma(rgb);
-  const int64_t dark = luma.lt(192).sum().item<int64_t>();
+  const uint8_t* l = luma.data_ptr<uint8_t>();
+  int64_t dark = 0, grey = 0;  // luma < 192; of them, >= 64
+  for (int64_t i = 0, n = luma.numel(); i < n; ++i) {
+    dark += l[i] < 192;
+    grey += l[i] >= 64 && l[i] < 192;
+  }
   if (dark == 0 || dark * 1000 < luma.numel()) return {};  // blank, or next to no print
-  const int64_t grey = (luma.ge(64) & luma.lt(192)).sum().item<int64_t>();
   if (grey * 500 >= dark) return {};
   return "black-and-white page (print and paper, almost no grey between): the model is trained and validated "
          "on greyscale and colour scans, and flags black-and-white copies of them whether edited or not (40 of "
