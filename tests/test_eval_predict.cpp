@@ -737,6 +737,90 @@ TEST(EvalPredict, BlackAndWhiteWarning) {
   EXPECT_TRUE(Predictor(load_weights(tiny_model().path), quarter).predict_rgb(stripes, {}, "q").warnings.empty());
 }
 
+TEST(EvalPredict, OrientationWarning) {
+  // Tags 2..8 each name how viewers show the page; 1 (upright) and values outside 1..8 give none.
+  EXPECT_EQ(orientation_warning(1), "");
+  EXPECT_EQ(orientation_warning(0), "");
+  EXPECT_EQ(orientation_warning(9), "");
+  const std::map<int, std::string> shown = {{2, "mirrored left to right"}, {3, "turned 180 degrees"},
+                                            {4, "mirrored top to bottom"},  {5, "main diagonal"},
+                                            {6, "turned 90 degrees clockwise"}, {7, "other diagonal"},
+                                            {8, "turned 90 degrees anticlockwise"}};
+  for (const auto& [o, words] : shown) {
+    const std::string w = orientation_warning(o);
+    EXPECT_EQ(w.rfind("EXIF orientation " + std::to_string(o) + ":", 0), 0u) << w;
+    EXPECT_NE(w.find(words), std::string::npos) << w;
+  }
+}
+
+// The map of the upright page `up` (H, W) placed as the stored page of EXIF orientation o = 6 or 3 holds
+// it: o = 6 shows stored pixel (y, x) at (x, Hs - 1 - y) (Hs: stored rows), o = 3 at (H - 1 - y, W - 1 - x).
+at::Tensor stored_from_upright(const at::Tensor& up, int o) {
+  const int64_t H = up.size(0), W = up.size(1);
+  at::Tensor out = o == 6 ? at::empty({W, H}, up.options()) : at::empty({H, W}, up.options());
+  auto u = up.accessor<float, 2>();
+  auto s = out.accessor<float, 2>();
+  for (int64_t y = 0; y < out.size(0); ++y)
+    for (int64_t x = 0; x < out.size(1); ++x)
+      s[y][x] = o == 6 ? u[x][out.size(0) - 1 - y] : u[H - 1 - y][W - 1 - x];
+  return out;
+}
+
+TEST(EvalPredict, ExifOrientationRunsThePageAsShown) {
+  // Fixtures (tests/data/io/README.md): an upright JPEG and its coefficients turned by jpegtran so that
+  // EXIF orientation 6 or 3 shows it upright again. Tagged, the stored page runs as shown: its map, turned
+  // back to the stored orientation, is the upright page's map run with the DCT from pixels and the file's
+  // table (what a turned page gets), up to the decoders' rounding on turned blocks and chroma.
+  const Prediction up = make_predictor(2, 0, "pixels").predict_file(testutil::data_path("io/turn_upright.jpg"));
+  Predictor pred = make_predictor();
+  PredictOptions stored_opt;
+  stored_opt.batch = 2;
+  stored_opt.apply_exif_orientation = false;
+  Predictor as_stored(load_weights(tiny_model().path), stored_opt);
+  for (int o : {6, 3}) {
+    const std::string fixture = "io/turn_stored_o" + std::to_string(o) + ".jpg";
+    const std::vector<uint8_t> tagged = testutil::jpeg_with_orientation(read_file(testutil::data_path(fixture)), o);
+    const at::Tensor expected = stored_from_upright(up.prob, o);
+    const Prediction p = pred.predict_bytes(tagged, "t.jpg");
+    EXPECT_EQ(p.orientation, o);
+    EXPECT_EQ(p.dct_source, "pixels");
+    EXPECT_EQ(p.jpeg_quality, 75) << "the table turned back is the IJG q75 one";
+    ASSERT_EQ(p.prob.sizes(), expected.sizes()) << o;
+    const double diff = testutil::max_abs_diff(p.prob, expected);
+    // Measured 5.7e-6 (6) and 7.5e-6 (3); the page run as stored differs by 2.0e-3 and 1.6e-3.
+    EXPECT_LT(diff, 1e-4) << o;
+    EXPECT_NEAR(p.image_score, up.image_score, 1e-4) << o;
+    EXPECT_TRUE(std::find(p.warnings.begin(), p.warnings.end(), orientation_warning(o)) == p.warnings.end());
+    EXPECT_EQ(prediction_to_json(p)["orientation"], o);
+    // --orientation stored: the page as stored (another map), with the warning, no "orientation" field.
+    const Prediction q = as_stored.predict_bytes(tagged, "t.jpg");
+    EXPECT_EQ(q.orientation, 1);
+    EXPECT_EQ(q.dct_source, "file");
+    EXPECT_GT(testutil::max_abs_diff(q.prob, expected), 1e-3) << o;
+    EXPECT_TRUE(std::find(q.warnings.begin(), q.warnings.end(), orientation_warning(o)) != q.warnings.end());
+    EXPECT_FALSE(prediction_to_json(q).contains("orientation"));
+    // eval's entry point (decoded pixels with the file's bytes) turns it too.
+    const Prediction r = pred.predict_rgb(decode_image_bytes(tagged, "t.jpg"), tagged, "t.jpg");
+    EXPECT_TRUE(at::equal(r.prob, p.prob)) << o;
+  }
+  // --dct-source file cannot read a turned page: a clear error.
+  try {
+    make_predictor(2, 0, "file").predict_bytes(
+        testutil::jpeg_with_orientation(read_file(testutil::data_path("io/turn_stored_o6.jpg")), 6), "t.jpg");
+    ADD_FAILURE() << "--dct-source file ran a turned page";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--dct-source file"), std::string::npos) << e.what();
+  }
+  // A stored height that is not a multiple of 8, turned 180 degrees: the partial last block row would come
+  // first and shift the JPEG's grid, so it is left out of the run (map 0 there); the rest runs.
+  const std::vector<uint8_t> jpeg = encode_jpeg(test_image(45, 64, 9), 90);
+  const Prediction t = pred.predict_bytes(testutil::jpeg_with_orientation(jpeg, 3), "odd.jpg");
+  ASSERT_EQ(t.prob.sizes(), (at::IntArrayRef{45, 64}));
+  EXPECT_EQ(t.prob.slice(0, 40).abs().max().item<float>(), 0.0f);
+  EXPECT_GT(t.prob.slice(0, 0, 40).min().item<float>(), 0.0f);
+  EXPECT_EQ(t.orientation, 3);
+}
+
 TEST(EvalPredict, BlankPageHasNoSeams) {
   // A white page: every window sees the same pixels. The model's output is not quite constant inside a
   // window (zero padding of the convolutions changes it near the window's edges), so max-merge shows a

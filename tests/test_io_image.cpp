@@ -12,8 +12,10 @@
 #include "testing.h"
 
 using namespace diffnet;
+using testutil::exif_payload;
 using testutil::expect_error;
 using testutil::io;
+using testutil::jpeg_with_orientation;
 using testutil::read_pnm;
 
 namespace {
@@ -22,27 +24,6 @@ std::vector<uint8_t> bytes_of(const std::string& path) { return read_file(path);
 
 void put_be32(std::vector<uint8_t>& v, uint32_t x) {
   for (int s = 24; s >= 0; s -= 8) v.push_back(static_cast<uint8_t>(x >> s));
-}
-
-// A minimal big-endian TIFF/EXIF payload holding only the Orientation tag.
-std::vector<uint8_t> exif_payload(int orientation) {
-  std::vector<uint8_t> t = {'M', 'M', 0, 42, 0, 0, 0, 8, 0, 1,  // header, IFD0 at 8, one entry
-                            0x01, 0x12, 0, 3, 0, 0, 0, 1, 0, static_cast<uint8_t>(orientation), 0, 0,
-                            0, 0, 0, 0};  // next IFD: none
-  return t;
-}
-
-// Inserts an APP1 Exif segment right after SOI.
-std::vector<uint8_t> jpeg_with_orientation(const std::vector<uint8_t>& jpeg, int orientation) {
-  std::vector<uint8_t> seg = {'E', 'x', 'i', 'f', 0, 0};
-  auto p = exif_payload(orientation);
-  seg.insert(seg.end(), p.begin(), p.end());
-  std::vector<uint8_t> out(jpeg.begin(), jpeg.begin() + 2);
-  const size_t len = seg.size() + 2;
-  out.insert(out.end(), {0xFF, 0xE1, static_cast<uint8_t>(len >> 8), static_cast<uint8_t>(len & 0xFF)});
-  out.insert(out.end(), seg.begin(), seg.end());
-  out.insert(out.end(), jpeg.begin() + 2, jpeg.end());
-  return out;
 }
 
 // Inserts an eXIf chunk right after IHDR (offset 33 = signature 8 + IHDR 25).
@@ -85,6 +66,19 @@ at::Tensor reference_orient(const at::Tensor& s, int o) {
 }
 
 }  // namespace
+
+TEST(IoImage, OrientImageMatchesTheExifDefinitionAndInverts) {
+  at::Tensor s = at::arange(5 * 7, at::kByte).view({5, 7});
+  for (int o = 1; o <= 8; ++o) {
+    const at::Tensor shown = orient_image(s, o);
+    EXPECT_TRUE(at::equal(shown, reference_orient(s.unsqueeze(2), o).squeeze(2))) << o;
+    EXPECT_TRUE(at::equal(orient_image(shown, inverse_orientation(o)), s)) << o;
+  }
+  EXPECT_TRUE(at::equal(orient_image(s, 0), s));
+  EXPECT_EQ(inverse_orientation(6), 8);
+  EXPECT_EQ(inverse_orientation(8), 6);
+  EXPECT_EQ(inverse_orientation(7), 7);
+}
 
 TEST(IoImage, JpegDecodeMatchesDjpeg) {
   for (const char* f : {"small_420", "small_444", "small_prog"}) {

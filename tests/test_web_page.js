@@ -5,7 +5,8 @@
 // Several files at once form a queue checked in order; the opacity slider, the JSON download and the
 // region list work. On an edited letter (the shipped weights find its regions): the region list has a
 // crop of the page per region, "side by side" puts the overlay beside the page, and the report download
-// is the server's HTML report of that file. A born-digital PDF page shows its warning under the verdict.
+// is the server's HTML report of that file. A born-digital PDF page shows its warning under the verdict. A
+// JPEG with an EXIF orientation tag is shown as stored under its overlay.
 // Usage: node test_web_page.js DIFFNET_CLI DATA_DIR (exit 77 = skipped: no browser).
 'use strict';
 const { spawn } = require('child_process');
@@ -289,6 +290,25 @@ class Browser {
           note.includes('Analysed at 1/4 of its size (as asked)'),
           'the button checks it again at a quarter of the size, without the warning: ' + note);
     fs.rmSync(fine, { force: true });
+
+    // A JPEG whose EXIF orientation tag (6: viewers turn it 90 degrees clockwise) turns it: the server runs it
+    // turned and returns the overlay in the stored orientation (48 x 64 px), so the page under it is shown as
+    // stored too, not turned by the browser (which would put the overlay's boxes on other pixels): the page
+    // asks for that (image-orientation: none), and the page under the overlay is 64 high for 48 wide.
+    // (Debian's chromium-headless-shell 2026 was measured to show this file as stored even without the rule.)
+    const stored = fs.readFileSync(path.join(dataDir, 'io/turn_stored_o6.jpg'));
+    const tiff = Buffer.from([0x4d, 0x4d, 0, 42, 0, 0, 0, 8, 0, 1, 0x01, 0x12, 0, 3, 0, 0, 0, 1, 0, 6, 0, 0, 0, 0, 0, 0]);
+    const app1 = Buffer.concat([Buffer.from('Exif\0\0', 'binary'), tiff]);
+    const len = Buffer.from([(app1.length + 2) >> 8, (app1.length + 2) & 0xff]);
+    const tagged = path.join(os.tmpdir(), `diffnet-web-turned-${process.pid}.jpg`);
+    fs.writeFileSync(tagged, Buffer.concat([stored.subarray(0, 2), Buffer.from([0xff, 0xe1]), len, app1, stored.subarray(2)]));
+    st = await page.upload(tagged);
+    const shape = await page.eval(`(() => { const o = document.getElementById('original').getBoundingClientRect();
+      const v = document.getElementById('overlay');
+      return [o.width, o.height, v.naturalWidth, getComputedStyle(document.getElementById('original')).imageOrientation]; })()`);
+    check(st.overlay && Math.abs(shape[1] / shape[0] - 64 / 48) < 0.05 && shape[2] === 48 && shape[3] === 'none',
+          'a page with an EXIF orientation tag is shown as stored under its overlay: ' + JSON.stringify(shape));
+    fs.rmSync(tagged, { force: true });
 
     srv.kill('SIGTERM');
     await new Promise(r => srv.on('exit', r));

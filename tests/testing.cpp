@@ -79,4 +79,24 @@ double max_abs_diff(const at::Tensor& a, const at::Tensor& b) {
   return (a.to(at::kCPU, at::kDouble) - b.to(at::kCPU, at::kDouble)).abs().max().item<double>();
 }
 
+// A minimal big-endian TIFF/EXIF payload holding only the Orientation tag.
+std::vector<uint8_t> exif_payload(int orientation) {
+  std::vector<uint8_t> t = {'M', 'M', 0, 42, 0, 0, 0, 8, 0, 1,  // header, IFD0 at 8, one entry
+                            0x01, 0x12, 0, 3, 0, 0, 0, 1, 0, static_cast<uint8_t>(orientation), 0, 0,
+                            0, 0, 0, 0};  // next IFD: none
+  return t;
+}
+
+std::vector<uint8_t> jpeg_with_orientation(const std::vector<uint8_t>& jpeg, int orientation) {
+  std::vector<uint8_t> seg = {'E', 'x', 'i', 'f', 0, 0};
+  auto p = exif_payload(orientation);
+  seg.insert(seg.end(), p.begin(), p.end());
+  std::vector<uint8_t> out(jpeg.begin(), jpeg.begin() + 2);
+  const size_t len = seg.size() + 2;
+  out.insert(out.end(), {0xFF, 0xE1, static_cast<uint8_t>(len >> 8), static_cast<uint8_t>(len & 0xFF)});
+  out.insert(out.end(), seg.begin(), seg.end());
+  out.insert(out.end(), jpeg.begin() + 2, jpeg.end());
+  return out;
+}
+
 }  // namespace diffnet::testutil

@@ -4,7 +4,9 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace diffnet::testutil {
 
@@ -27,5 +29,10 @@ CliResult run_cli(const std::string& args);
 
 // max |a - b| over all elements (both copied to the CPU as double; they may live on different devices).
 double max_abs_diff(const at::Tensor& a, const at::Tensor& b);
+
+// A minimal big-endian TIFF/EXIF payload holding only the Orientation tag (EXIF 2.3, tag 0x0112).
+std::vector<uint8_t> exif_payload(int orientation);
+// The JPEG bytes with an APP1 Exif segment holding that payload inserted right after SOI.
+std::vector<uint8_t> jpeg_with_orientation(const std::vector<uint8_t>& jpeg, int orientation);
 
 }  // namespace diffnet::testutil

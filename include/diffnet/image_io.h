@@ -60,6 +60,11 @@ at::Tensor decode_image_bytes(const std::vector<uint8_t>& bytes, const std::stri
 at::Tensor decode_mask(const std::string& path);
 at::Tensor decode_mask_bytes(const std::vector<uint8_t>& bytes, const std::string& name);
 
+// The image (H, W) or (H, W, C) as a viewer shows it under EXIF orientation o (1..8; anything else: as is).
+at::Tensor orient_image(const at::Tensor& image, int o);
+// The orientation that undoes o: orient_image(orient_image(x, o), inverse_orientation(o)) == x.
+int inverse_orientation(int o);
+
 // Quantized luma DCT coefficients exactly as stored in a JPEG file (jpeg_read_coefficients).
 struct JpegCoefficients {
   at::Tensor coef;  // int16 (Hb*8, Wb*8): block (by,bx) holds its 64 coefficients in natural (u,v) order

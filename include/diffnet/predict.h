@@ -21,6 +21,8 @@
 
 namespace diffnet {
 
+struct ImageInfo;  // image_io.h
+
 class DiffNetImpl;  // diffnet/model.h
 
 // ---- Window planning -------------------------------------------------------------------------------
@@ -195,6 +197,11 @@ struct PredictOptions {
   // far finer than the 150-300 dpi the model is trained at (4 for 600 dpi; docs/eval.md "Scans at 600 dpi").
   // kDownscaleAuto: auto_downscale() of each page's size.
   int64_t downscale = kDownscaleAuto;
+  // predict_bytes/predict_file: a file whose EXIF orientation tag (2..8) asks viewers to turn or mirror it
+  // runs turned as they show it (the model is trained on upright pages), its DCT then from those pixels
+  // with the file's table turned alike; the map, regions and overlay come back in the stored orientation.
+  // false: the stored orientation, with orientation_warning().
+  bool apply_exif_orientation = true;
 };
 
 // The factor PredictOptions::downscale = kDownscaleAuto gives a page: 1 while its shorter side is below
@@ -226,6 +233,11 @@ std::string high_resolution_warning(int64_t height, int64_t width, int64_t downs
 // (a 1-bit scan, a fax, a copy thresholded to two levels); empty otherwise. Luma as rgb_to_luma (dct.h).
 std::string black_and_white_warning(const at::Tensor& rgb);
 
+// The warning a file gets when its EXIF orientation tag (1..8) asks viewers to turn or mirror it and the
+// page runs in its stored orientation (PredictOptions::apply_exif_orientation false); empty for 1 and for
+// values outside 1..8.
+std::string orientation_warning(int exif_orientation);
+
 struct PredictTimings {
   double decode_ms = 0, dct_ms = 0, model_ms = 0, total_ms = 0;
 };
@@ -254,6 +266,7 @@ struct Prediction {
   double refine_core = 0;          // Predictor::refine_core()
   int64_t downscale = 1;           // the factor the page ran at (windows, DCT and page_stats are of the reduced page)
   bool downscale_auto = false;     // the factor was auto_downscale()'s (PredictOptions::downscale = kDownscaleAuto)
+  int orientation = 1;             // the EXIF orientation the page ran in (1: as stored; PredictOptions::apply_exif_orientation)
   std::string precision;           // "f32" | "bf16": what the model ran in
   std::string merge;               // "blend" | "max"
   std::vector<std::string> warnings;  // recoverable problems of the input file (e.g. stray JPEG bytes)
@@ -307,8 +320,9 @@ class Predictor {
   // Decodes and predicts one file / one encoded image (JPEG or PNG). Errors name `name`.
   Prediction predict_file(const std::string& path);
   Prediction predict_bytes(const std::vector<uint8_t>& bytes, const std::string& name);
-  // Predicts decoded pixels rgb uint8 (H, W, 3); `encoded` is the file as stored (needed for the file
-  // DCT of a JPEG; may be empty, then the DCT comes from pixels with an all-ones table).
+  // Predicts decoded pixels rgb uint8 (H, W, 3) (decoded as stored: not turned); `encoded` is the file as
+  // stored (needed for the file DCT of a JPEG and for its EXIF orientation, PredictOptions::
+  // apply_exif_orientation; may be empty, then the DCT comes from pixels with an all-ones table).
   Prediction predict_rgb(const at::Tensor& rgb, const std::vector<uint8_t>& encoded, const std::string& name);
   // One page of a DocumentReader: its bytes as stored when it has them (a JPEG keeps its coefficients),
   // else its pixels (DCT from pixels, all-ones table). Sets page and page_source.
@@ -333,7 +347,19 @@ class Predictor {
   const LoadedModel& model() const;
 
  private:
-  Prediction predict_at_scale(const at::Tensor& rgb, const std::vector<uint8_t>& encoded, const std::string& name);
+  // predict_bytes; exif false: the file's EXIF orientation tag is not read (a PDF page's JPEG).
+  Prediction predict_encoded(const std::vector<uint8_t>& bytes, const std::string& name, bool exif);
+  // predict_rgb; exif false: as predict_encoded.
+  Prediction predict_oriented(const at::Tensor& rgb, const std::vector<uint8_t>& encoded, const std::string& name,
+                              bool exif);
+  // predict_rgb with, when `qt` is defined, the DCT from pixels with that table (a turned JPEG page).
+  Prediction predict_view(const at::Tensor& rgb, const std::vector<uint8_t>& encoded, const at::Tensor& qt,
+                          const std::string& name);
+  Prediction predict_at_scale(const at::Tensor& rgb, const std::vector<uint8_t>& encoded, const at::Tensor& qt,
+                              const std::string& name);
+  // A file with EXIF orientation o (2..8) run turned as viewers show it, the result turned back.
+  Prediction predict_turned(const at::Tensor& rgb, const std::vector<uint8_t>& bytes, const ImageInfo& info,
+                            const std::string& name);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

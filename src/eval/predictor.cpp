@@ -244,6 +244,10 @@ const LoadedModel& Predictor::model() const { return impl_->lm; }
 Prediction Predictor::predict_file(const std::string& path) { return predict_bytes(read_file(path), path); }
 
 Prediction Predictor::predict_bytes(const std::vector<uint8_t>& bytes, const std::string& name) {
+  return predict_encoded(bytes, name, true);
+}
+
+Prediction Predictor::predict_encoded(const std::vector<uint8_t>& bytes, const std::string& name, bool exif) {
   double t0 = now_seconds();
   DecodeOptions dopt;
   dopt.max_pixels = impl_->opt.max_pixels;
@@ -251,7 +255,7 @@ Prediction Predictor::predict_bytes(const std::vector<uint8_t>& bytes, const std
   dopt.warnings = &warnings;
   at::Tensor rgb = decode_image_bytes(bytes, name, dopt);
   double decode_ms = (now_seconds() - t0) * 1e3;
-  Prediction p = predict_rgb(rgb, bytes, name);
+  Prediction p = predict_oriented(rgb, bytes, name, exif);
   for (const std::string& w : p.warnings)  // the coefficient read repeats the decoder's warnings
     if (std::find(warnings.begin(), warnings.end(), w) == warnings.end()) warnings.push_back(w);
   p.warnings = std::move(warnings);
@@ -260,8 +264,46 @@ Prediction Predictor::predict_bytes(const std::vector<uint8_t>& bytes, const std
   return p;
 }
 
+Prediction Predictor::predict_turned(const at::Tensor& rgb, const std::vector<uint8_t>& bytes, const ImageInfo& info,
+                                     const std::string& name) {
+  const int o = info.exif_orientation;
+  if (impl_->opt.dct_source == "file")
+    throw Error(name, "EXIF orientation " + std::to_string(o) +
+                          ": the file's coefficients are on its stored grid, so --dct-source file cannot run it "
+                          "turned; use --dct-source auto or pixels, or --orientation stored");
+  const int64_t H = rgb.size(0), W = rgb.size(1);
+  // A JPEG's traces lie on its stored 8x8 grid. Turning reverses the stored rows for o = 3, 4, 6, 7 and the
+  // columns for o = 2, 3, 7, 8, which would put a partial last block first and shift the grid; that part
+  // (under 8 px) is left out of the run and its map is 0.
+  const bool jpeg = !info.luma_qtable.empty();
+  const bool rows_reversed = o == 3 || o == 4 || o == 6 || o == 7, cols_reversed = o == 2 || o == 3 || o == 7 || o == 8;
+  const int64_t h = jpeg && rows_reversed ? H / 8 * 8 : H, w = jpeg && cols_reversed ? W / 8 * 8 : W;
+  if (h == 0 || w == 0) {  // under one block: nothing on a grid to keep
+    Prediction p = predict_view(rgb, bytes, at::Tensor(), name);
+    p.warnings.push_back(orientation_warning(o));
+    return p;
+  }
+  at::Tensor qt;  // the table of the turned page: the file's, transposed when rows and columns swap
+  if (jpeg) {
+    qt = at::tensor(info.luma_qtable, at::kLong);
+    if (o >= 5) qt = qt.view({8, 8}).t().contiguous().view({64});
+  }
+  Prediction p = predict_view(orient_image(rgb.slice(0, 0, h).slice(1, 0, w), o), {}, qt, name);
+  at::Tensor prob = at::zeros({H, W}, at::kFloat);
+  prob.slice(0, 0, h).slice(1, 0, w).copy_(orient_image(p.prob, inverse_orientation(o)));
+  p.prob = prob;
+  p.rgb = rgb;
+  p.width = W;
+  p.height = H;
+  p.orientation = o;
+  p.regions = find_regions(p.prob, impl_->opt.threshold, impl_->opt.min_region_area, impl_->opt.region_gap);
+  return p;
+}
+
 Prediction Predictor::predict_page(const DocumentPage& page) {
-  Prediction p = page.encoded.empty() ? predict_rgb(page.rgb, {}, page.name) : predict_bytes(page.encoded, page.name);
+  // A PDF's embedded JPEG is shown as stored whatever EXIF it carries: its tag is not read.
+  Prediction p = page.encoded.empty() ? predict_rgb(page.rgb, {}, page.name)
+                                      : predict_encoded(page.encoded, page.name, page.source != "pdf-jpeg");
   p.page = page.page;
   if (page.page > 0) p.page_source = page.source;
   if (page.born_digital) p.warnings.push_back(kBornDigitalWarning);
@@ -276,9 +318,11 @@ struct DctInput {
   std::string source;
 };
 
+// qt defined: the DCT from pixels with that table (a turned JPEG page: the file's table turned alike).
 DctInput make_dct(const at::Tensor& canvas, int64_t H, int64_t W, const std::vector<uint8_t>& encoded,
-                  const std::string& name, const std::string& wanted, int64_t max_pixels,
+                  const at::Tensor& qt, const std::string& name, const std::string& wanted, int64_t max_pixels,
                   std::vector<std::string>* warnings) {
+  if (qt.defined()) return {pixel_dct(canvas, qt), qt, "pixels"};
   DecodeOptions dopt;
   dopt.max_pixels = max_pixels;
   dopt.warnings = warnings;
@@ -408,7 +452,40 @@ std::string black_and_white_warning(const at::Tensor& rgb) {
          "\"Black-and-white pages\")";
 }
 
+std::string orientation_warning(int exif_orientation) {
+  static const char* const kShown[] = {"mirrored left to right", "turned 180 degrees", "mirrored top to bottom",
+                                       "mirrored about its main diagonal", "turned 90 degrees clockwise",
+                                       "mirrored about its other diagonal", "turned 90 degrees anticlockwise"};
+  if (exif_orientation < 2 || exif_orientation > 8) return {};
+  return "EXIF orientation " + std::to_string(exif_orientation) + ": viewers that honour the tag show this page " +
+         kShown[exif_orientation - 2] +
+         "; diffnet does not (turning the pixels would move them off the JPEG's 8 x 8 grid, which the model "
+         "reads), so the map, regions and overlay are in the file's stored orientation, and text lying sideways "
+         "or upside down there is read that way, though the model is trained and validated on upright pages "
+         "(docs/io.md, \"Decoding policies\")";
+}
+
 Prediction Predictor::predict_rgb(const at::Tensor& rgb, const std::vector<uint8_t>& encoded, const std::string& name) {
+  return predict_oriented(rgb, encoded, name, true);
+}
+
+Prediction Predictor::predict_oriented(const at::Tensor& rgb, const std::vector<uint8_t>& encoded,
+                                       const std::string& name, bool exif) {
+  ImageInfo info;
+  if (exif && (is_jpeg_bytes(encoded.data(), encoded.size()) || is_png_bytes(encoded.data(), encoded.size()))) {
+    DecodeOptions header;
+    header.max_pixels = impl_->opt.max_pixels;
+    info = read_image_info_bytes(encoded, name, header);
+  }
+  const std::string warning = orientation_warning(info.exif_orientation);
+  if (!warning.empty() && impl_->opt.apply_exif_orientation) return predict_turned(rgb, encoded, info, name);
+  Prediction p = predict_view(rgb, encoded, at::Tensor(), name);
+  if (!warning.empty()) p.warnings.push_back(warning);
+  return p;
+}
+
+Prediction Predictor::predict_view(const at::Tensor& rgb, const std::vector<uint8_t>& encoded, const at::Tensor& qt,
+                                   const std::string& name) {
   torch::NoGradGuard no_grad;
   if (rgb.dim() != 3 || rgb.size(2) != 3 || rgb.scalar_type() != at::kByte)
     throw Error(name, "expected an RGB uint8 (H, W, 3) image");
@@ -416,7 +493,7 @@ Prediction Predictor::predict_rgb(const at::Tensor& rgb, const std::vector<uint8
   const bool automatic = impl_->opt.downscale == kDownscaleAuto;
   const int64_t f = automatic ? auto_downscale(H, W) : impl_->opt.downscale;
   if (f == 1) {
-    Prediction p = predict_at_scale(rgb, encoded, name);
+    Prediction p = predict_at_scale(rgb, encoded, qt, name);
     p.downscale_auto = automatic;
     const std::string w = high_resolution_warning(H, W, impl_->opt.downscale);
     if (!w.empty()) p.warnings.push_back(w);
@@ -425,7 +502,7 @@ Prediction Predictor::predict_rgb(const at::Tensor& rgb, const std::vector<uint8
   // The reduced page runs as decoded pixels (DCT from pixels); the map comes back at the page's size and
   // the regions are found there.
   const double t0 = now_seconds();
-  Prediction p = predict_at_scale(box_reduce(rgb, f), {}, name);
+  Prediction p = predict_at_scale(box_reduce(rgb, f), {}, at::Tensor(), name);
   p.downscale = f;
   p.downscale_auto = automatic;
   p.width = W;
@@ -438,7 +515,7 @@ Prediction Predictor::predict_rgb(const at::Tensor& rgb, const std::vector<uint8
 }
 
 Prediction Predictor::predict_at_scale(const at::Tensor& rgb, const std::vector<uint8_t>& encoded,
-                                       const std::string& name) {
+                                       const at::Tensor& qt, const std::string& name) {
   const double t0 = now_seconds();
   const int64_t H = rgb.size(0), W = rgb.size(1);
   const int64_t R = impl_->window, S = impl_->stride;
@@ -454,7 +531,7 @@ Prediction Predictor::predict_at_scale(const at::Tensor& rgb, const std::vector<
   // White canvas, image at the top-left: right/bottom padding keeps the 8x8 grid.
   at::Tensor canvas = at::full({Hp, Wp, 3}, 255, at::kByte);
   canvas.slice(0, 0, H).slice(1, 0, W).copy_(rgb);
-  DctInput d = make_dct(canvas, H, W, encoded, name, impl_->opt.dct_source, impl_->opt.max_pixels, &p.warnings);
+  DctInput d = make_dct(canvas, H, W, encoded, qt, name, impl_->opt.dct_source, impl_->opt.max_pixels, &p.warnings);
   if (std::string w = black_and_white_warning(rgb); !w.empty()) p.warnings.push_back(std::move(w));
   p.dct_source = d.source;
   if (!(d.source == "pixels" && d.qt.eq(1).all().item<bool>())) p.jpeg_quality = estimate_jpeg_quality(d.qt);
@@ -615,6 +692,7 @@ nlohmann::json prediction_to_json(const Prediction& p) {
   j["refine_core"] = p.refine_core;
   j["downscale"] = p.downscale;
   j["downscale_rule"] = p.downscale_auto ? "auto" : "fixed";
+  if (p.orientation != 1) j["orientation"] = p.orientation;
   j["merge"] = p.merge;
   j["precision"] = p.precision;
   j["num_windows"] = p.num_windows;

@@ -70,6 +70,10 @@ at::Tensor decode_image_bytes(const std::vector<uint8_t>& bytes, const std::stri
   return rgb;
 }
 
+at::Tensor orient_image(const at::Tensor& image, int o) { return io_detail::apply_orientation(image, o); }
+
+int inverse_orientation(int o) { return o == 6 ? 8 : o == 8 ? 6 : o; }
+
 at::Tensor decode_image(const std::string& path, const DecodeOptions& opt) {
   return decode_image_bytes(read_file(path), path, opt);
 }

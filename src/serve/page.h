@@ -23,7 +23,7 @@ inline constexpr const char* kIndexPage = R"HTML(<!doctype html>
   #controls { display: flex; gap: 1.2em; align-items: center; margin: 0.4em 0; font-size: 0.9em; }
   #view { position: relative; overflow: auto; max-height: 75vh; border: 1px solid #ccc; }
   #stack { position: relative; display: inline-block; }
-  #stack img { display: block; } #overlay { position: absolute; left: 0; top: 0; }
+  #stack img { display: block; } #original { image-orientation: none; } #overlay { position: absolute; left: 0; top: 0; }
   #stack.side { display: flex; gap: 8px; } #stack.side #overlay { position: static; }
   #regions canvas { display: block; border: 1px solid #ccc; }
   #legend { display: flex; align-items: center; gap: 0.6em; margin: 0.4em 0; font-size: 0.9em; }
