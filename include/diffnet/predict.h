@@ -197,8 +197,8 @@ struct PredictOptions {
   // far finer than the 150-300 dpi the model is trained at (4 for 600 dpi; docs/eval.md "Scans at 600 dpi").
   // kDownscaleAuto: auto_downscale() of each page's size.
   int64_t downscale = kDownscaleAuto;
-  // predict_bytes/predict_file: a file whose EXIF orientation tag (2..8) asks viewers to turn or mirror it
-  // runs turned as they show it (the model is trained on upright pages), its DCT then from those pixels
+  // predict_bytes/predict_file/predict_rgb with the file's bytes: a file whose EXIF orientation tag (2..8)
+  // asks viewers to turn or mirror it runs turned as they show it (the model is trained on upright pages), its DCT then from those pixels
   // with the file's table turned alike; the map, regions and overlay come back in the stored orientation.
   // false: the stored orientation, with orientation_warning().
   bool apply_exif_orientation = true;

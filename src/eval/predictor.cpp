@@ -459,10 +459,10 @@ std::string orientation_warning(int exif_orientation) {
   if (exif_orientation < 2 || exif_orientation > 8) return {};
   return "EXIF orientation " + std::to_string(exif_orientation) + ": viewers that honour the tag show this page " +
          kShown[exif_orientation - 2] +
-         "; diffnet does not (turning the pixels would move them off the JPEG's 8 x 8 grid, which the model "
-         "reads), so the map, regions and overlay are in the file's stored orientation, and text lying sideways "
-         "or upside down there is read that way, though the model is trained and validated on upright pages "
-         "(docs/io.md, \"Decoding policies\")";
+         "; it ran as stored (--orientation stored), so the map, regions and overlay are in the stored "
+         "orientation, and text lying sideways or upside down there was read that way: the model is trained on "
+         "upright pages and finds few edits on sideways ones (docs/eval.md, \"Pages stored sideways or upside "
+         "down\")";
 }
 
 Prediction Predictor::predict_rgb(const at::Tensor& rgb, const std::vector<uint8_t>& encoded, const std::string& name) {
