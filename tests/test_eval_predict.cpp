@@ -819,6 +819,23 @@ TEST(EvalPredict, ExifOrientationRunsThePageAsShown) {
   EXPECT_EQ(t.prob.slice(0, 40).abs().max().item<float>(), 0.0f);
   EXPECT_GT(t.prob.slice(0, 0, 40).min().item<float>(), 0.0f);
   EXPECT_EQ(t.orientation, 3);
+  // The CLI: turned by default (the record says so), as stored with --orientation stored (the warning on
+  // stderr), anything else refused.
+  const std::string dir = testutil::temp_dir("turned-cli"), file = dir + "/t.jpg";
+  const std::vector<uint8_t> tagged6 = testutil::jpeg_with_orientation(jpeg, 6);
+  std::ofstream(file, std::ios::binary).write(reinterpret_cast<const char*>(tagged6.data()), std::streamsize(tagged6.size()));
+  const std::string cmd = "predict '" + file + "' --weights '" + tiny_model().path + "' --json -q";
+  testutil::CliResult c = testutil::run_cli(cmd);
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_EQ(nlohmann::json::parse(c.out)["orientation"], 6);
+  EXPECT_EQ(c.err.find("EXIF orientation"), std::string::npos) << c.err;
+  c = testutil::run_cli(cmd + " --orientation stored");
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_FALSE(nlohmann::json::parse(c.out).contains("orientation"));
+  EXPECT_NE(c.err.find("warning: " + file + ": EXIF orientation 6: "), std::string::npos) << c.err;
+  c = testutil::run_cli(cmd + " --orientation upright");
+  EXPECT_NE(c.exit_code, 0);
+  EXPECT_NE(c.err.find("--orientation"), std::string::npos) << c.err;
 }
 
 TEST(EvalPredict, BlankPageHasNoSeams) {
