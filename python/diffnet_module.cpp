@@ -38,7 +38,8 @@ py::array_t<float> to_numpy(const at::Tensor& prob) {
 class PyPredictor {
  public:
   PyPredictor(const std::string& weights, double threshold, std::optional<double> page_threshold, double pdf_dpi,
-              int64_t max_pages, int64_t batch, const std::string& precision, const py::object& downscale)
+              int64_t max_pages, int64_t batch, const std::string& precision, const py::object& downscale,
+              const std::string& orientation)
       : opt_([&] {
           PredictOptions o;
           o.threshold = threshold;
@@ -52,6 +53,9 @@ class PyPredictor {
             o.downscale = downscale.cast<int64_t>();
             if (o.downscale == kDownscaleAuto) throw Error("downscale", "must be 'auto' or an integer from 1 to 8");
           }
+          if (orientation != "exif" && orientation != "stored")
+            throw Error("orientation", "must be 'exif' or 'stored', got '" + orientation + "'");
+          o.apply_exif_orientation = orientation == "exif";
           return o;
         }()),
         predictor_(load_weights(weights), opt_) {
@@ -126,14 +130,15 @@ PYBIND11_MODULE(diffnet, m) {
   py::register_exception<Error>(m, "Error", PyExc_RuntimeError);
   py::class_<PyPredictor>(m, "Predictor")
       .def(py::init<const std::string&, double, std::optional<double>, double, int64_t, int64_t, const std::string&,
-                                    const py::object&>(),
+                                    const py::object&, const std::string&>(),
            py::arg("weights") = "", py::arg("threshold") = 0.5, py::arg("page_threshold") = py::none(), py::arg("pdf_dpi") = 200.0, py::arg("max_pages") = 500, py::arg("batch") = 0,
-           py::arg("precision") = "f32", py::arg("downscale") = "auto",
+           py::arg("precision") = "f32", py::arg("downscale") = "auto", py::arg("orientation") = "exif",
            "Loads weights (default: the shipped model, found as `diffnet predict` finds it); threshold: the regions' "
            "pixel threshold; page_threshold: the decision's (None: the weights'); precision f32 | bf16 | auto; "
            "downscale: 1..8, the model runs on the page box-averaged by this factor, the map comes back at the "
            "page's size; 'auto' (default): 4 for a page whose shorter side reaches 3,500 px (A4 at 600 dpi), 8 "
-           "from 7,500 px, else 1.")
+           "from 7,500 px, else 1; orientation: 'exif' (default) runs an image file whose EXIF orientation tag "
+           "turns it as viewers show it (map and regions back in the stored orientation), 'stored' as stored.")
       .def("predict", &PyPredictor::predict, py::arg("input"),
            "Record of an image file or uint8 (H, W, 3) RGB array, with 'prob' as a float32 (H, W) array; a "
            "PDF/TIFF gives {'file', 'page_count', 'pages': [records]}.")

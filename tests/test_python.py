@@ -110,6 +110,28 @@ class PythonModule(unittest.TestCase):
             with self.assertRaises(diffnet.Error):
                 diffnet.Predictor(downscale=bad)
 
+    def test_orientation_equals_the_cli(self):
+        # A JPEG with an EXIF APP1 segment holding only the Orientation tag (6), inserted after SOI here.
+        tiff = b"MM\0*" + struct.pack(">IH", 8, 1) + struct.pack(">HHIHH", 0x0112, 3, 1, 6, 0) + b"\0\0\0\0"
+        app1 = b"Exif\0\0" + tiff
+        with open(os.path.join(SRC, "tests", "data", "io", "turn_stored_o6.jpg"), "rb") as f:
+            jpeg = f.read()
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "t.jpg")
+            with open(path, "wb") as f:
+                f.write(jpeg[:2] + b"\xff\xe1" + struct.pack(">H", len(app1) + 2) + app1 + jpeg[2:])
+            for mode in ("exif", "stored"):
+                r = diffnet.Predictor(orientation=mode).predict(path)
+                want = cli_records(path, "--orientation", mode)[0]
+                for key in ("width", "height", "image_score", "regions", "page_stats", "dct_source", "warnings"):
+                    self.assertEqual(r[key], want[key], (mode, key))
+                self.assertEqual(r.get("orientation"), want.get("orientation"), mode)
+                self.assertEqual(r["prob"].shape, (64, 48))
+            self.assertEqual(self.p.predict(path)["orientation"], 6)  # the default turns it
+            self.assertNotIn("orientation", diffnet.Predictor(orientation="stored").predict(path))
+        with self.assertRaises(diffnet.Error):
+            diffnet.Predictor(orientation="upright")
+
     def test_pdf_pages_equal_their_jpegs(self):
         r = self.p.predict(os.path.join(SRC, "tests", "data", "io", "scan2.pdf"))
         self.assertEqual(r["page_count"], 2)
