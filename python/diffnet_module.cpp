@@ -53,9 +53,7 @@ class PyPredictor {
             o.downscale = downscale.cast<int64_t>();
             if (o.downscale == kDownscaleAuto) throw Error("downscale", "must be 'auto' or an integer from 1 to 8");
           }
-          if (orientation != "exif" && orientation != "stored")
-            throw Error("orientation", "must be 'exif' or 'stored', got '" + orientation + "'");
-          o.apply_exif_orientation = orientation == "exif";
+          o.apply_exif_orientation = parse_orientation(orientation);
           return o;
         }()),
         predictor_(load_weights(weights), opt_) {

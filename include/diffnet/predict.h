@@ -198,9 +198,9 @@ struct PredictOptions {
   // kDownscaleAuto: auto_downscale() of each page's size.
   int64_t downscale = kDownscaleAuto;
   // predict_bytes/predict_file/predict_rgb with the file's bytes: a file whose EXIF orientation tag (2..8)
-  // asks viewers to turn or mirror it runs turned as they show it (the model is trained on upright pages), its DCT then from those pixels
-  // with the file's table turned alike; the map, regions and overlay come back in the stored orientation.
-  // false: the stored orientation, with orientation_warning().
+  // asks viewers to turn or mirror it runs turned as they show it (the model is trained on upright pages),
+  // its DCT then from those pixels with the file's table turned alike; the map, regions and overlay come
+  // back in the stored orientation. false: the stored orientation, with orientation_warning().
   bool apply_exif_orientation = true;
 };
 
@@ -218,6 +218,13 @@ inline int64_t parse_downscale(const std::string& text) {
   if (text == "auto") return kDownscaleAuto;
   if (text.size() == 1 && text[0] >= '1' && text[0] <= '8') return text[0] - '0';
   throw Error("downscale", "expected auto or an integer from 1 to 8, got '" + text + "'");
+}
+
+// PredictOptions::apply_exif_orientation from its name in the CLI and the Python module: "exif" -> true,
+// "stored" -> false; throws Error("orientation", ...) otherwise.
+inline bool parse_orientation(const std::string& text) {
+  if (text == "exif" || text == "stored") return text == "exif";
+  throw Error("orientation", "expected exif or stored, got '" + text + "'");
 }
 
 // Box average of an RGB uint8 (H, W, 3) image over f x f blocks: (ceil(H / f), ceil(W / f), 3); a block

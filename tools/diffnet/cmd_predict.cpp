@@ -297,10 +297,9 @@ void add_predict_command(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "file", "pixels"}))
       ->capture_default_str();
   sub->add_option_function<std::string>(
-         "--orientation", [o](const std::string& v) { o->opt.apply_exif_orientation = v == "exif"; },
+         "--orientation", [o](const std::string& v) { o->opt.apply_exif_orientation = parse_orientation(v); },
          "exif: a JPEG/PNG whose EXIF orientation tag turns or mirrors it runs as viewers show it (map, regions and "
          "overlay come back in the stored orientation); stored: as stored, with a warning")
-      ->check(CLI::IsMember({"exif", "stored"}))
       ->default_str("exif");
   sub->add_option("--pdf-dpi", o->doc.pdf_dpi,
                   "Resolution of rendered PDF pages (a page that is one embedded JPEG is analysed as that JPEG)")
