@@ -21,6 +21,12 @@ pages get one photo.
         (quality 90-100), as the collection's own bilevel scans are. Geometry unchanged: boxes copied. Edit
         them afterwards to put text typed in an editor onto a bilevel page (receipts 153 and 154, docs/eval.md
         "Black-and-white pages").
+    scripts/photo-like.py bilevel-adaptive-sources RECEIPTS OUT SEED IDS_FILE...
+        the same, with the threshold a scanner's adaptive 1-bit mode uses instead of a fixed 128: a pixel is
+        black where its luma is more than C below the mean of its k x k neighbourhood (k drawn from 21, 31,
+        41; C from 8-16), so faint print is kept as it is on a real 1-bit scan; saved once as JPEG (quality
+        90-100). Untouched black-and-white negatives closer to real ones than the fixed threshold's
+        (docs/train.md, "Stage 71").
     scripts/photo-like.py dataset DATA OUT SEED
         photographs a make-val.sh half (images/ + masks/) after its edits, also turned by up to 2 degrees
         (masks moved alike): a photo of an edited print, whose digital traces the camera resamples away.
@@ -36,7 +42,7 @@ import random
 import sys
 
 import numpy as np
-from PIL import Image
+from PIL import Image, ImageFilter
 
 
 def place(im, s, angle, resample, fill):
@@ -77,6 +83,16 @@ def bilevel(im, r):
     """The black-and-white copy of an RGB image (scale 1); r is unused (no draw but the JPEG quality)."""
     lum = np.asarray(im.convert("L"))
     return Image.fromarray(np.where(lum < 128, 0, 255).astype(np.uint8)).convert("RGB"), 1.0
+
+
+def bilevel_adaptive(im, r):
+    """The adaptive-threshold black-and-white copy of an RGB image (scale 1): black where luma < local mean - C."""
+    k = r.choice((21, 31, 41))
+    c = r.randint(8, 16)
+    lum = im.convert("L")
+    mean = np.asarray(lum.filter(ImageFilter.BoxBlur(k // 2))).astype(np.int32)
+    out = np.where(np.asarray(lum).astype(np.int32) < mean - c, 0, 255).astype(np.uint8)
+    return Image.fromarray(out).convert("RGB"), 1.0
 
 
 def sources(src, out, seed, id_files, look=photo, quality=(85, 95)):
@@ -131,6 +147,8 @@ def main(argv):
         sources(argv[1], argv[2], int(argv[3]), argv[4:], look=bold, quality=(80, 98))
     elif len(argv) >= 5 and argv[0] == "bilevel-sources":
         sources(argv[1], argv[2], int(argv[3]), argv[4:], look=bilevel, quality=(90, 100))
+    elif len(argv) >= 5 and argv[0] == "bilevel-adaptive-sources":
+        sources(argv[1], argv[2], int(argv[3]), argv[4:], look=bilevel_adaptive, quality=(90, 100))
     elif len(argv) == 4 and argv[0] == "dataset":
         dataset(argv[1], argv[2], int(argv[3]))
     else:

@@ -3,7 +3,8 @@
 against the sizes read back), index.csv sizes, masks moved with their pages, one seeded draw per page name
 without its prefix, manifests reduced to each page's id and receipt; bold-print copies: strokes measured
 wider by 1-2 px on a hand-drawn page, the paper's own noise kept, geometry and boxes unchanged; black-and-white
-copies: a grey ramp cut at luma 128, boxes unchanged."""
+copies: a grey ramp cut at luma 128, boxes unchanged; adaptive black-and-white copies: faint strokes on unevenly
+lit paper kept black (a fixed 128 would drop them all), the paper white, boxes unchanged."""
 import csv
 import json
 import os
@@ -138,6 +139,38 @@ class PhotoLike(unittest.TestCase):
             with open(os.path.join(out, "index.csv")) as f:
                 self.assertEqual([(r["id"], r["width"], r["height"]) for r in csv.DictReader(f)],
                                  [("001", "256", "40"), ("002", "256", "40")])
+
+    def test_bilevel_adaptive_sources(self):
+        with tempfile.TemporaryDirectory() as d:
+            # Paper lit unevenly: luma 150 at the left edge rising to 250 at the right (0.39 a column), strokes
+            # 2 px wide at 20 below the paper around them (all lighter than 128, so the fixed threshold would
+            # make the page white). The mean of a k x k window over a linear ramp is its centre value, and a
+            # stroke takes at most 2/21 of a window, lowering the mean by < 2: a stroke pixel lies > 18 below
+            # its mean (black for any offset 8-16), a paper pixel at most 2 below (white).
+            x = np.arange(256, dtype=np.float64)
+            a = np.tile(150 + x * 100 / 255, (96, 1))
+            strokes = (40, 100, 160, 220)
+            for c in strokes:
+                a[24:72, c:c + 2] -= 20
+            im = Image.fromarray(np.round(a).astype(np.uint8)).convert("RGB")
+            src, ids = receipts(d, {f"00{i}": im for i in range(1, 5)}, fmt="PNG")
+            out = os.path.join(d, "out")
+            run("bilevel-adaptive-sources", src, out, 5, ids)
+            for i in range(1, 5):
+                got = Image.open(os.path.join(out, "images", f"00{i}.jpg"))
+                self.assertEqual(got.format, "JPEG")
+                self.assertEqual(got.size, (256, 96))
+                self.assertEqual(open(os.path.join(out, "boxes", f"00{i}.txt")).read(), BOX)
+                g = np.asarray(got.convert("L"), np.float32)
+                for c in strokes:
+                    self.assertLess(g[30:66, c:c + 2].mean(), 40, (i, c))   # black, JPEG ringing aside
+                # Paper away from the strokes and the page's edges (where the window leaves the page): white.
+                far = np.ones(256, bool)
+                for c in strokes:
+                    far[c - 6:c + 8] = False
+                far[:24] = far[-24:] = False
+                self.assertGreater(g[24:72][:, far].min(), 215, i)
+                self.assertGreater(g[24:72][:, far].mean(), 250, i)
 
     def test_dataset(self):
         with tempfile.TemporaryDirectory() as d:
