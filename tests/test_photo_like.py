@@ -47,6 +47,15 @@ def receipts(d, pages, fmt="JPEG"):
     return src, ids
 
 
+def copy_luma(test, out, i, size):
+    """The luma of OUT/images/I.jpg after checking it is a JPEG of SIZE (w, h) whose boxes are BOX unchanged."""
+    im = Image.open(os.path.join(out, "images", i + ".jpg"))
+    test.assertEqual(im.format, "JPEG")
+    test.assertEqual(im.size, size)
+    test.assertEqual(open(os.path.join(out, "boxes", i + ".txt")).read(), BOX)
+    return np.asarray(im.convert("L"), np.float32)
+
+
 def run(*args):
     subprocess.run([sys.executable, SCRIPT, *map(str, args)], check=True)
 
@@ -95,11 +104,7 @@ class PhotoLike(unittest.TestCase):
             run("bold-sources", src, out, 5, ids)
             widths = set()
             for i in range(1, 7):
-                im = Image.open(os.path.join(out, "images", f"00{i}.jpg"))
-                self.assertEqual(im.format, "JPEG")
-                self.assertEqual(im.size, (200, 120))
-                self.assertEqual(open(os.path.join(out, "boxes", f"00{i}.txt")).read(), BOX)
-                b = np.asarray(im.convert("L"), np.float32)
+                b = copy_luma(self, out, f"00{i}", (200, 120))
                 # Stroke width: columns whose middle rows are darker than half way between ink and paper.
                 dark = b[30:90].mean(axis=0) < 145
                 for x in (40, 100, 160):
@@ -124,11 +129,7 @@ class PhotoLike(unittest.TestCase):
             out = os.path.join(d, "out")
             run("bilevel-sources", src, out, 5, ids)
             for i in ("001", "002"):
-                got = Image.open(os.path.join(out, "images", i + ".jpg"))
-                self.assertEqual(got.format, "JPEG")
-                self.assertEqual(got.size, (256, 40))
-                self.assertEqual(open(os.path.join(out, "boxes", i + ".txt")).read(), BOX)
-                g = np.asarray(got.convert("L"), np.float32)[4:36]
+                g = copy_luma(self, out, i, (256, 40))[4:36]
                 # Away from the one edge (JPEG quality 90-100 rings a few pixels around it): 0 and 255.
                 self.assertLessEqual(g[:, :120].max(), 12)
                 self.assertGreaterEqual(g[:, 136:].min(), 243)
@@ -157,11 +158,7 @@ class PhotoLike(unittest.TestCase):
             out = os.path.join(d, "out")
             run("bilevel-adaptive-sources", src, out, 5, ids)
             for i in range(1, 5):
-                got = Image.open(os.path.join(out, "images", f"00{i}.jpg"))
-                self.assertEqual(got.format, "JPEG")
-                self.assertEqual(got.size, (256, 96))
-                self.assertEqual(open(os.path.join(out, "boxes", f"00{i}.txt")).read(), BOX)
-                g = np.asarray(got.convert("L"), np.float32)
+                g = copy_luma(self, out, f"00{i}", (256, 96))
                 for c in strokes:
                     self.assertLess(g[30:66, c:c + 2].mean(), 40, (i, c))   # black, JPEG ringing aside
                 # Paper away from the strokes and the page's edges (where the window leaves the page): white.
